@@ -1,0 +1,22 @@
+// Entry points of the `titan` subcommands (apps/titan.cpp dispatches to them). Each takes the
+// arguments after the subcommand name and returns the process exit code.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace titan::cli {
+
+using Args = std::vector<std::string>;
+
+/// `titan train`: one worker of a training run (ranks from torchrun's environment variables).
+int train_command(const Args& args);
+/// `titan launch`: run_train.sh's launcher; starts NGPU workers, fail-fast.
+int launch_command(const Args& args);
+/// `titan config`: prints the resolved config as TOML.
+int config_command(const Args& args);
+
+/// Dispatches `argv` to a subcommand; maps ConfigError to exit code 2, other errors to 1.
+int main(int argc, char** argv);
+
+}  // namespace titan::cli

@@ -1,0 +1,59 @@
+#include <fmt/format.h>
+
+#include <functional>
+#include <iostream>
+#include <map>
+
+#include "titan/cli/commands.h"
+#include "titan/errors.h"
+
+namespace titan::cli {
+namespace {
+
+struct Command {
+  std::function<int(const Args&)> run;
+  const char* summary;
+};
+
+const std::map<std::string, Command>& commands() {
+  static const std::map<std::string, Command> table = {
+      {"train", {train_command, "train one rank (started by run_train.sh, torchrun, srun...)"}},
+      {"launch", {launch_command, "start NGPU workers on this node (what run_train.sh runs)"}},
+      {"config", {config_command, "print the resolved config as TOML"}},
+  };
+  return table;
+}
+
+void usage() {
+  std::cerr << "Usage: titan <command> [args]\n\nCommands:\n";
+  for (const auto& [name, cmd] : commands()) {
+    std::cerr << fmt::format("  {:<10} {}\n", name, cmd.summary);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
+    usage();
+    return argc < 2 ? 2 : 0;
+  }
+  auto it = commands().find(argv[1]);
+  if (it == commands().end()) {
+    std::cerr << "titan: unknown command '" << argv[1] << "'\n";
+    usage();
+    return 2;
+  }
+  Args args(argv + 2, argv + argc);
+  try {
+    return it->second.run(args);
+  } catch (const ConfigError& e) {
+    std::cerr << "config error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace titan::cli

@@ -1,0 +1,46 @@
+// Builds the job config from its four layers: defaults < named config < TOML file
+// (job.config_file) < command-line overrides, and validates the result.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "titan/config/job_config.h"
+
+namespace titan::config {
+
+/// Parsed command line: `--module M`, `--config C` and `--section.key value` overrides.
+struct CommandLine {
+  std::string module;       // family or dotted module name; empty = from the named config
+  std::string config_name;  // registered config name or a path to a .toml file
+  std::vector<std::pair<std::string, std::string>> overrides;  // ("training.steps", "10")
+};
+
+/// Splits `args` (no program name). Accepts `--a.b v`, `--a.b=v`, bare `--a.b` (boolean true)
+/// and `--a.no_b` (boolean false). Throws ConfigError for an unknown key (with the closest
+/// valid one) or a stray positional argument.
+CommandLine parse_command_line(const std::vector<std::string>& args);
+
+/// Applies TOML `text` (from `source`, a file name or "named config X") to `config`.
+/// Throws ConfigError naming source, line and key for syntax errors, unknown sections or keys,
+/// and wrong types.
+void apply_toml(JobConfig& config, const std::string& text, const std::string& source);
+
+/// Resolves the layers described by `cli` and validates the result (see validate()).
+JobConfig resolve(const CommandLine& cli);
+
+/// Checks cross-key constraints that need no world size (choices, ranges and combinations).
+/// Throws ConfigError naming the keys and allowed values.
+void validate(const JobConfig& config);
+
+/// Checks the parallel layout against `world_size` ranks: the product of the degrees (with
+/// data_parallel_shard_degree = -1 resolved) and global_batch_size divisibility.
+void validate_for_world(const JobConfig& config, int world_size);
+
+/// The config as TOML, every key of every section in schema order.
+std::string to_toml(const JobConfig& config);
+
+/// `titan train --help` text: every key with type, default and help.
+std::string help_text();
+
+}  // namespace titan::config

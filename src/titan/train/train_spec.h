@@ -1,0 +1,44 @@
+// What a model family registers (TorchTitan's TrainSpec): its flavors, how to build the model,
+// and how to exchange weights with Hugging Face. The trainer never names a family; it looks the
+// spec up by `model.name`.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "titan/models/common/causal_lm.h"
+
+namespace titan::train {
+
+using StateDict = std::map<std::string, torch::Tensor>;
+
+struct TrainSpec {
+  std::string name;                  // "llama3"
+  std::vector<std::string> flavors;  // "debugmodel", "8B", ...
+  std::vector<std::string> hf_model_types;  // config.json model_type values, e.g. "llama"
+  /// Builds an uninitialised model of `flavor` (throws ConfigError naming model.flavor and
+  /// the valid flavors).
+  std::function<std::shared_ptr<models::CausalLM>(const std::string& flavor)> build;
+  /// Builds an uninitialised model shaped as a Hugging Face config.json says.
+  std::function<std::shared_ptr<models::CausalLM>(const nlohmann::json& hf_config)> build_from_hf;
+  /// Model weights under Hugging Face names (model.layers.0.self_attn.q_proj.weight, ...).
+  std::function<StateDict(models::CausalLM& model)> to_hf;
+  /// Copies Hugging Face-named tensors into the model; throws CheckpointError naming any
+  /// missing, unexpected or mis-shaped tensor.
+  std::function<void(models::CausalLM& model, const StateDict& hf)> from_hf;
+};
+
+/// The spec registered as `name`; throws ConfigError listing the registered names.
+const TrainSpec& get_train_spec(const std::string& name);
+/// The spec whose hf_model_types contains `model_type`; throws CheckpointError if none.
+const TrainSpec& train_spec_for_hf_model_type(const std::string& model_type);
+/// Registered family names.
+std::vector<std::string> train_spec_names();
+
+}  // namespace titan::train
