@@ -15,6 +15,9 @@ int train_command(const Args& args);
 int launch_command(const Args& args);
 /// `titan config`: prints the resolved config as TOML.
 int config_command(const Args& args);
+/// `titan comm-check`: one worker of a connectivity check (all-reduce and all-gather over the
+/// world); run it through `titan launch --worker comm-check`.
+int comm_check_command(const Args& args);
 
 /// Dispatches `argv` to a subcommand; maps ConfigError to exit code 2, other errors to 1.
 int main(int argc, char** argv);

@@ -6,6 +6,7 @@
 
 #include "titan/cli/commands.h"
 #include "titan/errors.h"
+#include "titan/platform/blas.h"
 
 namespace titan::cli {
 namespace {
@@ -20,6 +21,7 @@ const std::map<std::string, Command>& commands() {
       {"train", {train_command, "train one rank (started by run_train.sh, torchrun, srun...)"}},
       {"launch", {launch_command, "start NGPU workers on this node (what run_train.sh runs)"}},
       {"config", {config_command, "print the resolved config as TOML"}},
+      {"comm-check", {comm_check_command, "check that all ranks reach each other (one worker)"}},
   };
   return table;
 }
@@ -34,6 +36,7 @@ void usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  platform::ensure_blas_kernels(argv);
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
     usage();
     return argc < 2 ? 2 : 0;

@@ -1,0 +1,51 @@
+// AdamW / Adam over a list of parameters, with the state kept beside each parameter so that a
+// sharded parameter (FSDP) has sharded state. Follows PyTorch's torch.optim.AdamW
+// (Loshchilov & Hutter, "Decoupled Weight Decay Regularization", 2019) and torch.optim.Adam
+// (Kingma & Ba, 2015), TorchTitan's defaults (lr 8e-4, betas 0.9/0.95, eps 1e-8, wd 0.1).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <string>
+#include <vector>
+
+#include "titan/config/job_config.h"
+
+namespace titan::components {
+
+struct AdamOptions {
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double weight_decay = 0.1;
+  bool decoupled = true;  // AdamW; false = Adam with L2 added to the gradient
+
+  /// From `optimizer.*`; throws ConfigError for an unknown optimizer.name.
+  static AdamOptions from_config(const config::OptimizerSection& c);
+};
+
+class Adam {
+ public:
+  /// `params`: float32 tensors (requires_grad) whose .grad() is read by step().
+  Adam(std::vector<torch::Tensor> params, AdamOptions options);
+
+  /// One update at learning rate `lr` using each parameter's .grad() (parameters without a
+  /// gradient are skipped). Runs under NoGradGuard.
+  void step(double lr);
+  /// Sets every gradient to None.
+  void zero_grad();
+
+  int64_t steps_taken() const { return step_; }
+  /// First and second moments, one per parameter (for checkpoints).
+  std::vector<torch::Tensor>& exp_avg() { return exp_avg_; }
+  std::vector<torch::Tensor>& exp_avg_sq() { return exp_avg_sq_; }
+
+ private:
+  std::vector<torch::Tensor> params_;
+  std::vector<torch::Tensor> exp_avg_;
+  std::vector<torch::Tensor> exp_avg_sq_;
+  AdamOptions options_;
+  int64_t step_ = 0;
+};
+
+}  // namespace titan::components

@@ -1,0 +1,205 @@
+#include "titan/distributed/launcher.h"
+
+#include <arpa/inet.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <cstdlib>
+#include <deque>
+#include <fstream>
+#include <iostream>
+#include <thread>
+
+#include "titan/errors.h"
+
+namespace titan::distributed {
+namespace {
+
+volatile std::sig_atomic_t g_stop_signal = 0;
+
+void on_signal(int sig) { g_stop_signal = sig; }
+
+int env_int(const char* name, int fallback, int min) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  long x = std::strtol(v, &end, 10);
+  if (*end != '\0' || x < min) {
+    throw ConfigError(fmt::format("environment variable {}='{}' must be an integer >= {}", name,
+                                  v, min));
+  }
+  return static_cast<int>(x);
+}
+
+int free_local_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof(addr);
+  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    if (fd >= 0) close(fd);
+    throw CommError("cannot find a free local port for the rendezvous store");
+  }
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::string tail_lines(const std::string& path, size_t n) {
+  std::ifstream in(path);
+  std::deque<std::string> lines;
+  std::string line;
+  while (std::getline(in, line)) {
+    lines.push_back(line);
+    if (lines.size() > n) lines.pop_front();
+  }
+  std::string out;
+  for (const auto& l : lines) out += "  | " + l + "\n";
+  return out;
+}
+
+pid_t spawn_worker(const LaunchOptions& o, int local_rank, int master_port) {
+  int rank = o.node_rank * o.nproc_per_node + local_rank;
+  int threads = o.threads_per_worker;
+  if (threads <= 0) {
+    threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) /
+                              o.nproc_per_node);
+  }
+  pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) throw Error("fork failed while starting workers");
+  if (pid > 0) return pid;
+  // Child: die with the launcher; get torchrun's variables; become the worker.
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(1);
+  setenv("RANK", std::to_string(rank).c_str(), 1);
+  setenv("LOCAL_RANK", std::to_string(local_rank).c_str(), 1);
+  setenv("GROUP_RANK", std::to_string(o.node_rank).c_str(), 1);
+  setenv("WORLD_SIZE", std::to_string(o.world_size()).c_str(), 1);
+  setenv("LOCAL_WORLD_SIZE", std::to_string(o.nproc_per_node).c_str(), 1);
+  setenv("MASTER_ADDR", o.master_addr.c_str(), 1);
+  setenv("MASTER_PORT", std::to_string(master_port).c_str(), 1);
+  setenv("LOG_RANK", o.log_rank.c_str(), 1);
+  setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 0);
+  std::vector<std::string> argv_s = {"titan"};
+  argv_s.insert(argv_s.end(), o.worker_args.begin(), o.worker_args.end());
+  std::vector<char*> argv;
+  for (auto& s : argv_s) argv.push_back(s.data());
+  argv.push_back(nullptr);
+  execv("/proc/self/exe", argv.data());
+  std::perror("titan launch: exec failed");
+  _exit(127);
+}
+
+int exit_code_of(int status) {
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
+}
+
+void stop_all(std::vector<pid_t>& pids) {
+  for (pid_t p : pids) {
+    if (p > 0) kill(p, SIGTERM);
+  }
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  for (pid_t& p : pids) {
+    while (p > 0) {
+      int status = 0;
+      if (waitpid(p, &status, WNOHANG) == p) {
+        p = -1;
+      } else if (std::chrono::steady_clock::now() > deadline) {
+        kill(p, SIGKILL);
+        waitpid(p, &status, 0);
+        p = -1;
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
+    }
+  }
+}
+
+}  // namespace
+
+LaunchOptions LaunchOptions::from_env() {
+  LaunchOptions o;
+  o.nproc_per_node = env_int("NGPU", 2, 1);
+  o.nnodes = env_int("NNODES", 1, 1);
+  o.node_rank = env_int("NODE_RANK", env_int("OMPI_COMM_WORLD_RANK", env_int("SLURM_NODEID", 0, 0), 0), 0);
+  if (o.node_rank >= o.nnodes) {
+    throw ConfigError(fmt::format("NODE_RANK={} must be below NNODES={}", o.node_rank, o.nnodes));
+  }
+  const char* rdzv = std::getenv("RDZV_ENDPOINT");
+  if (rdzv && *rdzv) {
+    std::string endpoint = rdzv;
+    auto colon = endpoint.rfind(':');
+    if (colon == std::string::npos) {
+      throw ConfigError(fmt::format("RDZV_ENDPOINT='{}' must be host:port", endpoint));
+    }
+    o.master_addr = endpoint.substr(0, colon);
+    char* end = nullptr;
+    long port = std::strtol(endpoint.c_str() + colon + 1, &end, 10);
+    if (*end != '\0' || port <= 0 || port > 65535) {
+      throw ConfigError(fmt::format("RDZV_ENDPOINT='{}' has no valid port", endpoint));
+    }
+    o.master_port = static_cast<int>(port);
+  } else if (o.nnodes > 1) {
+    throw ConfigError("RDZV_ENDPOINT=host:port is required when NNODES > 1 (every node must "
+                      "reach the same rendezvous store)");
+  }
+  if (const char* lr = std::getenv("LOG_RANK")) o.log_rank = lr;
+  return o;
+}
+
+int launch(const LaunchOptions& o) {
+  int port = o.master_port ? o.master_port : free_local_port();
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+
+  std::vector<pid_t> pids;
+  for (int local = 0; local < o.nproc_per_node; ++local) pids.push_back(spawn_worker(o, local, port));
+
+  int running = o.nproc_per_node;
+  while (running > 0) {
+    if (g_stop_signal) {
+      std::cerr << fmt::format("titan launch: received signal {}, stopping workers\n",
+                               static_cast<int>(g_stop_signal));
+      stop_all(pids);
+      return 128 + g_stop_signal;
+    }
+    int status = 0;
+    pid_t done = waitpid(-1, &status, WNOHANG);
+    if (done <= 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      continue;
+    }
+    auto it = std::find(pids.begin(), pids.end(), done);
+    if (it == pids.end()) continue;
+    int local = static_cast<int>(it - pids.begin());
+    *it = -1;
+    --running;
+    int code = exit_code_of(status);
+    if (code != 0) {
+      int rank = o.node_rank * o.nproc_per_node + local;
+      stop_all(pids);
+      std::string log = fmt::format("{}/logs/rank_{}.log", o.dump_folder, rank);
+      std::cerr << fmt::format("titan launch: rank {} (local rank {}, pid {}) exited with code "
+                               "{}; stopped the other workers. Last lines of {}:\n{}",
+                               rank, local, done, code, log, tail_lines(log, 20));
+      return code;
+    }
+  }
+  return 0;
+}
+
+}  // namespace titan::distributed

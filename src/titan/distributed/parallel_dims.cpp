@@ -1,0 +1,79 @@
+#include "titan/distributed/parallel_dims.h"
+
+#include <fmt/format.h>
+
+#include "titan/config/resolve.h"
+
+namespace titan::distributed {
+namespace {
+
+std::array<int, 5> sizes_of(const ParallelDims& d) {
+  return {d.pp, d.dp_replicate, d.dp_shard, d.cp, d.tp};
+}
+
+int rank_of(const std::array<int, 5>& coords, const std::array<int, 5>& sizes) {
+  int r = 0;
+  for (int i = 0; i < 5; ++i) r = r * sizes[i] + coords[i];
+  return r;
+}
+
+}  // namespace
+
+ParallelDims ParallelDims::from_config(const config::ParallelismSection& p, int world_size) {
+  config::JobConfig probe;
+  probe.parallelism = p;
+  probe.training.global_batch_size = -1;
+  config::validate_for_world(probe, world_size);
+  ParallelDims d;
+  d.pp = static_cast<int>(p.pipeline_parallel_degree);
+  d.dp_replicate = static_cast<int>(p.data_parallel_replicate_degree);
+  d.cp = static_cast<int>(p.context_parallel_degree);
+  d.tp = static_cast<int>(p.tensor_parallel_degree);
+  d.ep = static_cast<int>(p.expert_parallel_degree);
+  d.world_size = world_size;
+  d.dp_shard = p.data_parallel_shard_degree == -1
+                   ? world_size / (d.pp * d.dp_replicate * d.cp * d.tp)
+                   : static_cast<int>(p.data_parallel_shard_degree);
+  return d;
+}
+
+std::array<int, 5> ParallelDims::coords(int rank) const {
+  auto sizes = sizes_of(*this);
+  std::array<int, 5> c{};
+  for (int i = 4; i >= 0; --i) {
+    c[i] = rank % sizes[i];
+    rank /= sizes[i];
+  }
+  return c;
+}
+
+int ParallelDims::dp_rank(int rank) const {
+  auto c = coords(rank);
+  return c[1] * dp_shard + c[2];
+}
+
+std::vector<int> ParallelDims::group_ranks(int rank, const std::vector<MeshDim>& dims) const {
+  auto sizes = sizes_of(*this);
+  auto base = coords(rank);
+  int count = 1;
+  for (MeshDim d : dims) count *= sizes[static_cast<int>(d)];
+  std::vector<int> ranks;
+  for (int flat = 0; flat < count; ++flat) {
+    auto c = base;
+    int rest = flat;
+    for (auto it = dims.rbegin(); it != dims.rend(); ++it) {
+      int i = static_cast<int>(*it);
+      c[i] = rest % sizes[i];
+      rest /= sizes[i];
+    }
+    ranks.push_back(rank_of(c, sizes));
+  }
+  return ranks;
+}
+
+std::string ParallelDims::describe() const {
+  return fmt::format("pp {} x dp_replicate {} x dp_shard {} x cp {} x tp {} (world {}, ep {})", pp,
+                     dp_replicate, dp_shard, cp, tp, world_size, ep);
+}
+
+}  // namespace titan::distributed

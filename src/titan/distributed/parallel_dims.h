@@ -1,0 +1,45 @@
+// The device mesh as a small value type (TorchTitan's ParallelDims): the degree of each
+// dimension, validation against the world size, and which ranks share a group. Mesh order is
+// [pp, dp_replicate, dp_shard, cp, tp] with tp varying fastest, as in TorchTitan.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "titan/config/job_config.h"
+
+namespace titan::distributed {
+
+enum class MeshDim { PP = 0, DpReplicate = 1, DpShard = 2, CP = 3, TP = 4 };
+
+struct ParallelDims {
+  int pp = 1;
+  int dp_replicate = 1;
+  int dp_shard = 1;  // resolved: never -1
+  int cp = 1;
+  int tp = 1;
+  int ep = 1;
+  int world_size = 1;
+
+  /// Degrees from `parallelism.*` with data_parallel_shard_degree = -1 resolved to the leftover
+  /// ranks. Throws ConfigError when the product differs from `world_size` (config::validate_for_world).
+  static ParallelDims from_config(const config::ParallelismSection& p, int world_size);
+
+  int dp() const { return dp_replicate * dp_shard; }
+  bool dp_enabled() const { return dp() > 1; }
+  bool fsdp_enabled() const { return dp_shard * cp > 1; }
+
+  /// Coordinates of global `rank` on each mesh dimension.
+  std::array<int, 5> coords(int rank) const;
+  /// Data-parallel rank (replicate x shard flattened): decides which batch a rank reads.
+  int dp_rank(int rank) const;
+  /// Global ranks that share every coordinate with `rank` except those in `dims`, ordered by
+  /// the flattened coordinate of `dims` (the members of rank's group over those dimensions).
+  std::vector<int> group_ranks(int rank, const std::vector<MeshDim>& dims) const;
+
+  /// "pp 1 x dp_replicate 1 x dp_shard 4 x cp 1 x tp 1 (world 4)".
+  std::string describe() const;
+};
+
+}  // namespace titan::distributed

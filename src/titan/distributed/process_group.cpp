@@ -1,0 +1,196 @@
+#include "titan/distributed/process_group.h"
+
+#include <fmt/format.h>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
+#include <cstdlib>
+
+#include "titan/errors.h"
+
+namespace titan::distributed {
+namespace {
+
+int env_int(const char* name, int fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  char* end = nullptr;
+  long x = std::strtol(v, &end, 10);
+  if (*end != '\0' || x < 0) {
+    throw ConfigError(fmt::format("environment variable {}='{}' is not a non-negative integer",
+                                  name, v));
+  }
+  return static_cast<int>(x);
+}
+
+c10d::ReduceOp to_c10d(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::Sum: return c10d::ReduceOp::SUM;
+    case ReduceOp::Max: return c10d::ReduceOp::MAX;
+    case ReduceOp::Min: return c10d::ReduceOp::MIN;
+  }
+  return c10d::ReduceOp::SUM;
+}
+
+bool is_loopback(const std::string& addr) {
+  return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
+}
+
+// Gloo cannot reduce bfloat16/half: reduce a float32 copy instead.
+bool needs_fp32(const torch::Tensor& t) {
+  return t.scalar_type() == torch::kBFloat16 || t.scalar_type() == torch::kHalf;
+}
+
+// Gloo cannot move bfloat16/half either: move the same bytes as int16.
+torch::Tensor as_movable(const torch::Tensor& t) {
+  return needs_fp32(t) ? t.view(torch::kInt16) : t;
+}
+
+}  // namespace
+
+WorldInfo WorldInfo::from_env() {
+  WorldInfo w;
+  w.rank = env_int("RANK", 0);
+  w.world_size = env_int("WORLD_SIZE", 1);
+  w.local_rank = env_int("LOCAL_RANK", w.rank);
+  w.local_world_size = env_int("LOCAL_WORLD_SIZE", w.world_size);
+  if (const char* a = std::getenv("MASTER_ADDR")) w.master_addr = a;
+  w.master_port = env_int("MASTER_PORT", 29500);
+  if (w.world_size < 1 || w.rank >= w.world_size) {
+    throw ConfigError(fmt::format("RANK={} must be below WORLD_SIZE={}", w.rank, w.world_size));
+  }
+  return w;
+}
+
+ProcessGroup::ProcessGroup(c10::intrusive_ptr<compat::CommBackend> backend,
+                           std::vector<int> ranks, std::string name, int global_rank,
+                           std::chrono::seconds timeout)
+    : backend_(std::move(backend)),
+      ranks_(std::move(ranks)),
+      name_(std::move(name)),
+      global_rank_(global_rank),
+      timeout_(timeout) {
+  auto it = std::find(ranks_.begin(), ranks_.end(), global_rank_);
+  TORCH_CHECK(it != ranks_.end(), "rank ", global_rank_, " is not in group ", name_);
+  rank_ = static_cast<int>(it - ranks_.begin());
+}
+
+void ProcessGroup::wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& what) {
+  try {
+    work->wait(std::chrono::duration_cast<std::chrono::milliseconds>(timeout_));
+  } catch (const std::exception& e) {
+    throw CommError(fmt::format("rank {}: {} on group '{}' ({} ranks) failed or timed out "
+                                "(comm.train_timeout_seconds = {}): {}",
+                                global_rank_, what, name_, size(), timeout_.count(), e.what()));
+  }
+}
+
+void ProcessGroup::all_reduce_(torch::Tensor& t, ReduceOp op, const std::string& what) {
+  if (!backend_) return;
+  torch::Tensor buf = needs_fp32(t) ? t.to(torch::kFloat) : t.contiguous();
+  std::vector<torch::Tensor> tensors{buf};
+  c10d::AllreduceOptions opts;
+  opts.reduceOp = to_c10d(op);
+  wait(backend_->allreduce(tensors, opts), what);
+  if (!buf.is_same(t)) t.copy_(buf);
+}
+
+void ProcessGroup::broadcast_(torch::Tensor& t, int root, const std::string& what) {
+  if (!backend_) return;
+  torch::Tensor buf = as_movable(t.contiguous());
+  std::vector<torch::Tensor> tensors{buf};
+  c10d::BroadcastOptions opts;
+  opts.rootRank = root;
+  wait(backend_->broadcast(tensors, opts), what);
+  if (!t.is_contiguous()) t.copy_(buf.view(t.scalar_type()));
+}
+
+torch::Tensor ProcessGroup::all_gather(const torch::Tensor& t, const std::string& what) {
+  if (!backend_) return t.clone();
+  torch::Tensor in = as_movable(t.contiguous());
+  std::vector<torch::Tensor> inputs{in};
+  std::vector<std::vector<torch::Tensor>> outputs(1);
+  for (int i = 0; i < size(); ++i) outputs[0].push_back(torch::empty_like(in));
+  wait(backend_->allgather(outputs, inputs), what);
+  return torch::cat(outputs[0], 0).view(t.scalar_type());
+}
+
+void ProcessGroup::barrier(const std::string& what) {
+  if (!backend_) return;
+  // A tiny all-reduce rather than c10d's barrier, so the wait is bounded the same way.
+  auto t = torch::zeros({1});
+  all_reduce_(t, ReduceOp::Sum, what);
+}
+
+World::World(WorldInfo info, CommTimeouts timeouts, c10::intrusive_ptr<c10d::Store> store)
+    : info_(std::move(info)), timeouts_(timeouts), store_(std::move(store)) {}
+
+std::shared_ptr<World> World::join(const WorldInfo& info, CommTimeouts timeouts) {
+  c10::intrusive_ptr<c10d::Store> store;
+  if (info.world_size > 1) {
+    c10d::TCPStoreOptions opts;
+    opts.port = static_cast<uint16_t>(info.master_port);
+    opts.isServer = info.rank == 0;
+    opts.numWorkers = info.world_size;
+    opts.waitWorkers = false;
+    opts.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(timeouts.init);
+    try {
+      store = c10::make_intrusive<c10d::TCPStore>(info.master_addr, opts);
+    } catch (const std::exception& e) {
+      throw CommError(fmt::format("rank {}: rendezvous at {}:{} failed within "
+                                  "comm.init_timeout_seconds = {}: {}",
+                                  info.rank, info.master_addr, info.master_port,
+                                  timeouts.init.count(), e.what()));
+    }
+  }
+  std::shared_ptr<World> world(new World(info, timeouts, store));
+  std::vector<int> all(info.world_size);
+  for (int r = 0; r < info.world_size; ++r) all[r] = r;
+  world->global_ = world->new_group(all, "world");
+  world->global_->barrier("initial barrier");
+  return world;
+}
+
+c10::intrusive_ptr<compat::CommBackend> World::make_backend(c10::intrusive_ptr<c10d::Store> store,
+                                                            int rank, int size) {
+  try {
+#ifdef TITAN_CUDA
+    auto opts = c10d::ProcessGroupNCCL::Options::create();
+    opts->timeout = std::chrono::duration_cast<std::chrono::milliseconds>(timeouts_.train);
+    return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, size, opts);
+#else
+    auto opts = c10d::ProcessGroupGloo::Options::create(
+        std::chrono::duration_cast<std::chrono::milliseconds>(timeouts_.train));
+    if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME")) {
+      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
+    } else if (is_loopback(info_.master_addr)) {
+      opts->devices.push_back(c10d::ProcessGroupGloo::createDeviceForHostname("127.0.0.1"));
+    } else {
+      opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+    }
+    return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, opts);
+#endif
+  } catch (const std::exception& e) {
+    throw CommError(fmt::format("rank {}: creating a process group of {} ranks failed within "
+                                "comm.init_timeout_seconds = {}: {}",
+                                info_.rank, size, timeouts_.init.count(), e.what()));
+  }
+}
+
+std::shared_ptr<ProcessGroup> World::new_group(const std::vector<int>& ranks,
+                                               const std::string& name) {
+  int id = groups_created_++;
+  auto it = std::find(ranks.begin(), ranks.end(), info_.rank);
+  if (it == ranks.end()) return nullptr;
+  c10::intrusive_ptr<compat::CommBackend> backend;
+  if (ranks.size() > 1) {
+    std::string prefix = fmt::format("group{}_{}", id, name);
+    for (int r : ranks) prefix += fmt::format("_{}", r);
+    auto prefixed = c10::make_intrusive<c10d::PrefixStore>(prefix, store_);
+    backend = make_backend(prefixed, static_cast<int>(it - ranks.begin()),
+                           static_cast<int>(ranks.size()));
+  }
+  return std::make_shared<ProcessGroup>(backend, ranks, name, info_.rank, timeouts_.train);
+}
+
+}  // namespace titan::distributed

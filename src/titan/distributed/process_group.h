@@ -1,0 +1,98 @@
+// Process groups: joining the world through a c10d TCPStore (torchrun's environment variables),
+// sub-groups for mesh dimensions, and the collectives titan needs with bounded waits.
+// Gloo on CPU, NCCL when built with TITAN_CUDA.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "titan/compat.h"
+
+namespace titan::distributed {
+
+/// Where this process sits, as torchrun describes it.
+struct WorldInfo {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;
+  int local_world_size = 1;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+
+  /// From RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT; a process
+  /// started without them is a world of one. Throws ConfigError on a malformed value.
+  static WorldInfo from_env();
+};
+
+struct CommTimeouts {
+  std::chrono::seconds init{300};   // rendezvous and group creation
+  std::chrono::seconds train{100};  // every collective
+};
+
+enum class ReduceOp { Sum, Max, Min };
+
+/// A group of ranks. Collectives block until done and throw CommError naming this rank, the
+/// group and the operation `what` when the peer ranks fail or the train timeout passes.
+class ProcessGroup {
+ public:
+  ProcessGroup(c10::intrusive_ptr<compat::CommBackend> backend, std::vector<int> ranks,
+               std::string name, int global_rank, std::chrono::seconds timeout);
+
+  /// Rank within this group, 0-based.
+  int rank() const { return rank_; }
+  int size() const { return static_cast<int>(ranks_.size()); }
+  const std::string& name() const { return name_; }
+  /// Global ranks of the members, in group-rank order.
+  const std::vector<int>& ranks() const { return ranks_; }
+
+  /// In-place all-reduce of `t` (any shape; fp32/fp64/int64 on Gloo).
+  void all_reduce_(torch::Tensor& t, ReduceOp op, const std::string& what);
+  /// In-place broadcast of `t` from group rank `root`.
+  void broadcast_(torch::Tensor& t, int root, const std::string& what);
+  /// Concatenation over dim 0 of every rank's `t` (same shape on all ranks):
+  /// [n, ...] -> [size * n, ...].
+  torch::Tensor all_gather(const torch::Tensor& t, const std::string& what);
+  /// Blocks until every member arrives.
+  void barrier(const std::string& what);
+
+ private:
+  void wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& what);
+
+  c10::intrusive_ptr<compat::CommBackend> backend_;  // null for a group of one
+  std::vector<int> ranks_;
+  std::string name_;
+  int global_rank_;
+  int rank_;
+  std::chrono::seconds timeout_;
+};
+
+/// The joined world: the store, the global group, and sub-group creation.
+class World {
+ public:
+  /// Rendezvous at info.master_addr:master_port (global rank 0 hosts the TCPStore) and create
+  /// the global group. Throws CommError naming the endpoint and the timeout on failure.
+  static std::shared_ptr<World> join(const WorldInfo& info, CommTimeouts timeouts);
+
+  const WorldInfo& info() const { return info_; }
+  std::shared_ptr<ProcessGroup> global() const { return global_; }
+  /// A group of the given global ranks. Collective over the whole world: every rank calls it
+  /// with the same arguments in the same order (non-members get nullptr).
+  std::shared_ptr<ProcessGroup> new_group(const std::vector<int>& ranks, const std::string& name);
+
+ private:
+  World(WorldInfo info, CommTimeouts timeouts, c10::intrusive_ptr<c10d::Store> store);
+  c10::intrusive_ptr<compat::CommBackend> make_backend(c10::intrusive_ptr<c10d::Store> store,
+                                                       int rank, int size);
+
+  WorldInfo info_;
+  CommTimeouts timeouts_;
+  c10::intrusive_ptr<c10d::Store> store_;
+  std::shared_ptr<ProcessGroup> global_;
+  int groups_created_ = 0;
+};
+
+}  // namespace titan::distributed

@@ -1,0 +1,34 @@
+// The run's logger: TorchTitan-style lines ("[titan] 2026-01-01 12:00:00,000 - INFO - msg") to
+// <dump_folder>/logs/rank_<r>.log always, and to the console on the ranks LOG_RANK selects.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <string>
+
+namespace titan::log {
+
+/// Opens `log_file` (parent folders created; empty = no file) and decides console echo.
+/// `rank_prefix` is prepended to console lines ("[rank1]:") when several ranks share a console.
+/// Safe to call again (the new sinks replace the old ones).
+void init(const std::string& log_file, bool to_console, const std::string& rank_prefix);
+
+/// Writes one INFO / WARNING / ERROR line.
+void info(const std::string& message);
+void warn(const std::string& message);
+void error(const std::string& message);
+
+template <class... Args>
+void info(fmt::format_string<Args...> f, Args&&... args) {
+  info(fmt::format(f, std::forward<Args>(args)...));
+}
+template <class... Args>
+void warn(fmt::format_string<Args...> f, Args&&... args) {
+  warn(fmt::format(f, std::forward<Args>(args)...));
+}
+template <class... Args>
+void error(fmt::format_string<Args...> f, Args&&... args) {
+  error(fmt::format(f, std::forward<Args>(args)...));
+}
+
+}  // namespace titan::log

@@ -1,0 +1,260 @@
+#include "titan/train/trainer.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <thread>
+
+#include "titan/components/data/dataloader.h"
+#include "titan/components/loss.h"
+#include "titan/components/manifest.h"
+#include "titan/config/resolve.h"
+#include "titan/errors.h"
+#include "titan/platform/blas.h"
+#include "titan/platform/logging.h"
+#include "titan/platform/memory.h"
+
+namespace titan::train {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Features whose config keys exist but whose implementation lands with later work: refuse
+// rather than silently train something else.
+void reject_unsupported(const config::JobConfig& job, const distributed::ParallelDims& dims) {
+  if (dims.tp > 1 || dims.cp > 1 || dims.pp > 1 || dims.ep > 1) {
+    throw ConfigError(fmt::format("this build trains with data parallelism only; got {} "
+                                  "(tensor, context, pipeline and expert parallel degrees must "
+                                  "be 1)",
+                                  dims.describe()));
+  }
+  if (job.checkpoint.enable) {
+    throw ConfigError("checkpoint.enable = true is not supported by this build yet; run with "
+                      "--checkpoint.no_enable");
+  }
+}
+
+void set_threads(int local_world_size) {
+  const char* env = std::getenv("OMP_NUM_THREADS");
+  int threads = env ? std::atoi(env) : 0;
+  if (threads <= 0) {
+    threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) /
+                              std::max(1, local_world_size));
+  }
+  torch::set_num_threads(threads);
+}
+
+}  // namespace
+
+Trainer::Trainer(config::JobConfig job, distributed::WorldInfo world) : job_(std::move(job)) {
+  set_threads(world.local_world_size);
+  setup_parallelism(world);
+  setup_model();
+  setup_data();
+  optimizer_ = std::make_unique<components::Adam>(
+      params_, components::AdamOptions::from_config(job_.optimizer));
+  scheduler_ = std::make_unique<components::LrScheduler>(job_.lr_scheduler, job_.optimizer.lr,
+                                                         job_.training.steps);
+  bool writes_metrics = world_->info().rank == 0;
+  metrics_ = std::make_unique<components::MetricsLogger>(
+      writes_metrics ? job_.job.dump_folder + "/metrics.jsonl" : "");
+  peak_flops_ = platform::measure_gemm_flops(torch::kFloat);
+  log_header();
+  if (writes_metrics) write_manifest();
+}
+
+Trainer::~Trainer() = default;
+
+void Trainer::setup_parallelism(const distributed::WorldInfo& world) {
+  dims_ = distributed::ParallelDims::from_config(job_.parallelism, world.world_size);
+  reject_unsupported(job_, dims_);
+  distributed::CommTimeouts timeouts{std::chrono::seconds(job_.comm.init_timeout_seconds),
+                                     std::chrono::seconds(job_.comm.train_timeout_seconds)};
+  world_ = distributed::World::join(world, timeouts);
+  dp_group_ = world_->global();
+  log::info("Parallel layout: {}; data parallelism over {} ranks (gradients all-reduced)",
+            dims_.describe(), dims_.dp());
+  if (dims_.dp_shard > 1) {
+    log::warn("parallelism.data_parallel_shard_degree = {} is trained as replicated data "
+              "parallelism until FSDP lands: same losses, unsharded memory",
+              dims_.dp_shard);
+  }
+}
+
+void Trainer::setup_model() {
+  spec_ = &get_train_spec(job_.model.name);
+  model_ = spec_->build(job_.model.flavor);
+  uint64_t seed = static_cast<uint64_t>(job_.training.seed.value_or(0));
+  model_->init_weights(seed);
+  if (job_.activation_checkpoint.mode != "none") {
+    log::warn("activation_checkpoint.mode = '{}' is not applied by this build: activations are "
+              "kept (same losses, more memory)",
+              job_.activation_checkpoint.mode);
+  }
+  for (auto& p : model_->parameters()) params_.push_back(p);
+  flops_per_token_ = model_->flops_per_token(job_.training.seq_len);
+}
+
+void Trainer::setup_data() {
+  std::string tok_path = job_.model.tokenizer_path;
+  if (tok_path.empty()) tok_path = job_.model.hf_assets_path;
+  tokenizer_ = components::load_tokenizer(tok_path);
+  if (tokenizer_->vocab_size() > model_->shape().vocab_size) {
+    throw ConfigError(fmt::format("the tokenizer ({}) has {} ids but model {} {} has vocab_size "
+                                  "{}; choose a matching model.flavor or model.tokenizer_path",
+                                  tokenizer_->describe(), tokenizer_->vocab_size(),
+                                  job_.model.name, job_.model.flavor,
+                                  model_->shape().vocab_size));
+  }
+  auto options = components::data::data_loader_options(
+      job_, dims_.dp_rank(world_->info().rank), dims_.dp(), world_->info().local_rank);
+  data_ = std::make_unique<components::data::DataLoader>(options, *tokenizer_);
+  local_tokens_per_step_ =
+      data_->accumulation_steps() * job_.training.local_batch_size * job_.training.seq_len;
+  global_tokens_per_step_ = local_tokens_per_step_ * dims_.dp();
+}
+
+void Trainer::log_header() {
+  auto blas = platform::blas_info();
+  if (!blas.optimized) {
+    log::warn("BLAS is not an optimized one ({}, kernels '{}'): GEMMs will be slow; install "
+              "libopenblas0-openmp",
+              blas.library, blas.core);
+  }
+  log::info("Model {} {}: {} parameters, {} FLOPs per token at seq_len {}", job_.model.name,
+            job_.model.flavor, components::with_commas(model_->num_params()),
+            components::with_commas(flops_per_token_), job_.training.seq_len);
+  log::info("Peak FLOPS used for computing MFU: {:.3e} (fp32 GEMM measured at start on {} "
+            "threads; BLAS kernels {})",
+            peak_flops_, torch::get_num_threads(), blas.core.empty() ? "?" : blas.core);
+  log::info("Tokenizer {}; {}", tokenizer_->describe(), data_->describe());
+}
+
+void Trainer::write_manifest() {
+  nlohmann::json files = nlohmann::json::array();
+  for (const auto& f : data_->files()) {
+    files.push_back({{"path", f.path}, {"bytes", f.bytes}, {"sha256", f.sha256}});
+  }
+  nlohmann::json manifest = {
+      {"versions", components::environment_versions()},
+      {"config_toml", config::to_toml(job_)},
+      {"world", {{"world_size", dims_.world_size}, {"layout", dims_.describe()},
+                 {"dp", dims_.dp()}, {"threads_per_rank", torch::get_num_threads()}}},
+      {"model", {{"name", job_.model.name}, {"flavor", job_.model.flavor},
+                 {"parameters", model_->num_params()}, {"flops_per_token", flops_per_token_}}},
+      {"data", {{"tokenizer", tokenizer_->describe()}, {"files", files},
+                {"tokens_per_step", global_tokens_per_step_}}},
+      {"peak_flops", peak_flops_},
+  };
+  components::write_manifest(job_.job.dump_folder + "/run_manifest.json", manifest);
+}
+
+void Trainer::sync_gradients() {
+  if (dp_group_->size() == 1) return;
+  std::vector<torch::Tensor> grads;
+  for (auto& p : params_) {
+    if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
+    grads.push_back(p.grad().reshape(-1));
+  }
+  auto flat = torch::cat(grads);
+  dp_group_->all_reduce_(flat, distributed::ReduceOp::Sum, "gradient all-reduce");
+  int64_t offset = 0;
+  for (auto& p : params_) {
+    int64_t n = p.numel();
+    p.mutable_grad().copy_(flat.narrow(0, offset, n).view_as(p));
+    offset += n;
+  }
+}
+
+double Trainer::clip_gradients() {
+  torch::NoGradGuard no_grad;
+  auto total = torch::zeros({}, torch::kDouble);
+  for (auto& p : params_) {
+    if (p.grad().defined()) total += p.grad().to(torch::kDouble).pow(2).sum();
+  }
+  double norm = std::sqrt(total.item<double>());
+  double max_norm = job_.training.max_norm;
+  if (max_norm > 0 && norm > max_norm) {
+    double scale = max_norm / (norm + 1e-6);
+    for (auto& p : params_) {
+      if (p.grad().defined()) p.grad().mul_(scale);
+    }
+  }
+  return norm;
+}
+
+Trainer::StepResult Trainer::train_step(int64_t step) {
+  StepResult r;
+  optimizer_->zero_grad();
+  double local_loss = 0;
+  for (int64_t m = 0; m < data_->accumulation_steps(); ++m) {
+    auto data_start = Clock::now();
+    auto batch = data_->get(step - 1, m);
+    r.data_time_s += seconds_since(data_start);
+    auto logits = model_->forward(batch.input);  // [B, S, V]
+    // Sum over this microbatch's tokens divided by the step's global token count, so that
+    // summing gradients over microbatches and ranks gives the global mean's gradient.
+    auto loss = components::cross_entropy_sum(logits, batch.label) /
+                static_cast<double>(global_tokens_per_step_);
+    loss.backward();
+    local_loss += loss.item<double>();
+  }
+  sync_gradients();
+  r.grad_norm = clip_gradients();
+  optimizer_->step(scheduler_->lr_at(step));
+  auto loss_t = torch::tensor({local_loss}, torch::kDouble);
+  dp_group_->all_reduce_(loss_t, distributed::ReduceOp::Sum, "loss all-reduce");
+  r.loss = loss_t.item<double>();
+  if (!std::isfinite(r.loss)) {
+    throw Error(fmt::format("loss is {} at step {}; lower optimizer.lr or check the data",
+                            r.loss, step));
+  }
+  return r;
+}
+
+void Trainer::train() {
+  const auto& t = job_.training;
+  log::info("Training starts at step 1 of {}", t.steps);
+  auto window_start = Clock::now();
+  double window_data = 0;
+  int64_t window_steps = 0;
+  for (int64_t step = 1; step <= t.steps; ++step) {
+    if (step > 1 && data_->epoch(step - 1) > data_->epoch(step - 2)) {
+      log::info("Dataset exhausted: step {} starts pass {} over the data from sample 0", step,
+                data_->epoch(step - 1) + 1);
+    }
+    StepResult r = train_step(step);
+    window_data += r.data_time_s;
+    ++window_steps;
+    bool log_now = step == 1 || step % job_.metrics.log_freq == 0 || step == t.steps;
+    if (!log_now) continue;
+    double elapsed = seconds_since(window_start);
+    components::StepMetrics m;
+    m.step = step;
+    m.loss = r.loss;
+    m.grad_norm = r.grad_norm;
+    m.lr = scheduler_->lr_at(step);
+    m.step_time_s = elapsed / static_cast<double>(window_steps);
+    m.data_time_s = window_data / static_cast<double>(window_steps);
+    m.tps = static_cast<double>(local_tokens_per_step_) / m.step_time_s;
+    m.tflops = static_cast<double>(flops_per_token_) * m.tps / 1e12;
+    m.mfu = 100.0 * static_cast<double>(flops_per_token_) * m.tps / peak_flops_;
+    m.memory_gib = static_cast<double>(platform::peak_rss_bytes()) / (1ull << 30);
+    m.memory_pct = 100.0 * static_cast<double>(platform::peak_rss_bytes()) /
+                   static_cast<double>(platform::total_memory_bytes());
+    m.tokens_seen = step * global_tokens_per_step_;
+    metrics_->record(m);
+    window_start = Clock::now();
+    window_data = 0;
+    window_steps = 0;
+  }
+  dp_group_->barrier("end of training");
+  log::info("Training completed");
+}
+
+}  // namespace titan::train

@@ -1,0 +1,70 @@
+// The training loop (TorchTitan's train.py): builds everything from the job config in a fixed
+// order, then runs train_step: next batch(es), forward-backward, gradient sync, clip, step, log.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <vector>
+
+#include "titan/components/lr_scheduler.h"
+#include "titan/components/metrics.h"
+#include "titan/components/optimizer.h"
+#include "titan/components/tokenizer/tokenizer.h"
+#include "titan/config/job_config.h"
+#include "titan/distributed/parallel_dims.h"
+#include "titan/distributed/process_group.h"
+#include "titan/models/common/causal_lm.h"
+#include "titan/train/train_spec.h"
+
+namespace titan::components::data {
+class DataLoader;
+}
+
+namespace titan::train {
+
+class Trainer {
+ public:
+  /// Joins the world and builds model, data, optimizer and metrics. Throws ConfigError for
+  /// settings this build cannot honour, DataError / CommError as their layers do.
+  Trainer(config::JobConfig job, distributed::WorldInfo world);
+  ~Trainer();
+
+  /// Runs training.steps steps, logging every metrics.log_freq steps (and the first and last).
+  void train();
+
+ private:
+  struct StepResult {
+    double loss = 0;       // global mean loss of the step
+    double grad_norm = 0;  // before clipping
+    double data_time_s = 0;
+  };
+
+  void setup_parallelism(const distributed::WorldInfo& world);
+  void setup_model();
+  void setup_data();
+  void log_header();
+  StepResult train_step(int64_t step);
+  void sync_gradients();
+  double clip_gradients();
+  void write_manifest();
+
+  config::JobConfig job_;
+  std::shared_ptr<distributed::World> world_;
+  distributed::ParallelDims dims_;
+  std::shared_ptr<distributed::ProcessGroup> dp_group_;
+  const TrainSpec* spec_ = nullptr;
+  std::shared_ptr<models::CausalLM> model_;
+  std::vector<torch::Tensor> params_;
+  std::unique_ptr<components::Tokenizer> tokenizer_;
+  std::unique_ptr<components::data::DataLoader> data_;
+  std::unique_ptr<components::Adam> optimizer_;
+  std::unique_ptr<components::LrScheduler> scheduler_;
+  std::unique_ptr<components::MetricsLogger> metrics_;
+  int64_t flops_per_token_ = 0;
+  double peak_flops_ = 0;
+  int64_t global_tokens_per_step_ = 0;
+  int64_t local_tokens_per_step_ = 0;
+};
+
+}  // namespace titan::train

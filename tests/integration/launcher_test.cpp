@@ -1,0 +1,103 @@
+// The launcher through the real binary: torchrun-style worlds on loopback (1 node x 2 ranks,
+// 2 "nodes" x 2 ranks from two launchers), fail-fast, and the fake-backend dry run.
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <future>
+#include <sstream>
+
+#include "support/process.h"
+
+namespace titan {
+namespace {
+
+using testing::run_command;
+using testing::titan_binary;
+
+int free_port() {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::string read_file(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(Launcher, OneNodeTwoRanksAllReduce) {
+  auto dir = testing::make_temp_dir("titan_launch");
+  auto r = run_command("NGPU=2 " + titan_binary() +
+                       " launch --worker comm-check --job.dump_folder " + dir.string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("all_reduce sum 3 (expected 3), all_gather ok"), std::string::npos)
+      << r.output;
+  EXPECT_TRUE(std::filesystem::exists(dir / "logs" / "rank_1.log"));
+}
+
+TEST(Launcher, TwoNodesOfTwoRanksOnLoopback) {
+  auto dir = testing::make_temp_dir("titan_2node");
+  std::string endpoint = "127.0.0.1:" + std::to_string(free_port());
+  auto node = [&](int node_rank) {
+    return run_command("NGPU=2 NNODES=2 NODE_RANK=" + std::to_string(node_rank) +
+                       " RDZV_ENDPOINT=" + endpoint + " " + titan_binary() +
+                       " launch --worker comm-check --job.dump_folder " + dir.string());
+  };
+  auto second = std::async(std::launch::async, node, 1);
+  auto first = node(0);
+  auto other = second.get();
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  ASSERT_EQ(other.exit_code, 0) << other.output;
+  EXPECT_NE(first.output.find("world 4 (local 2), all_reduce sum 10 (expected 10)"),
+            std::string::npos)
+      << first.output;
+  for (int r = 0; r < 4; ++r) {
+    auto log = read_file(dir / "logs" / ("rank_" + std::to_string(r) + ".log"));
+    EXPECT_NE(log.find("all_reduce sum 10"), std::string::npos) << "rank " << r << ": " << log;
+  }
+}
+
+TEST(Launcher, FailFastStopsTheOtherRanks) {
+  auto dir = testing::make_temp_dir("titan_failfast");
+  auto start = std::chrono::steady_clock::now();
+  // Rank 1 exits 1; ranks 0 and 2 would wait in the all-reduce for 100 s.
+  auto r = run_command("TITAN_COMM_CHECK_FAIL_RANK=1 NGPU=3 " + titan_binary() +
+                       " launch --worker comm-check --comm.train_timeout_seconds 100 "
+                       "--job.dump_folder " + dir.string());
+  double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_LT(seconds, 30.0) << r.output;
+  EXPECT_NE(r.output.find("rank 1 (local rank 1"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("failing on purpose"), std::string::npos) << r.output;
+}
+
+TEST(Launcher, MissingRendezvousForTwoNodesIsAConfigError) {
+  auto r = run_command("NGPU=1 NNODES=2 NODE_RANK=0 " + titan_binary() +
+                       " launch --worker comm-check");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("RDZV_ENDPOINT"), std::string::npos) << r.output;
+}
+
+TEST(Launcher, FakeBackendChecksALargeWorldInOneProcess) {
+  auto r = run_command("COMM_MODE=fake_backend NGPU=8 NNODES=8 RDZV_ENDPOINT=127.0.0.1:1 " +
+                       titan_binary() + " launch --module llama3 --config llama3_debugmodel");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("dp_shard 64"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace titan

@@ -1,0 +1,191 @@
+// Config layering (defaults < named config < TOML file < CLI), CLI syntax, and the bad-input
+// classes (unknown key with suggestion, wrong type, out of range, bad choice, impossible
+// layout), both in-process and through the binary's exit code 2.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "support/process.h"
+#include "titan/config/named_configs.h"
+#include "titan/config/resolve.h"
+#include "titan/errors.h"
+
+namespace titan::config {
+namespace {
+
+JobConfig resolve_args(const std::vector<std::string>& args) {
+  return resolve(parse_command_line(args));
+}
+
+std::string error_of(const std::vector<std::string>& args) {
+  try {
+    resolve_args(args);
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(Config, DefaultsAreTorchTitans) {
+  JobConfig c;
+  EXPECT_EQ(c.optimizer.lr, 8e-4);
+  EXPECT_EQ(c.optimizer.beta2, 0.95);
+  EXPECT_EQ(c.training.seq_len, 2048);
+  EXPECT_EQ(c.parallelism.data_parallel_shard_degree, -1);
+  EXPECT_EQ(c.activation_checkpoint.mode, "selective");
+  EXPECT_EQ(c.checkpoint.keep_latest_k, 10);
+}
+
+TEST(Config, NamedConfigThenCliOverride) {
+  auto c = resolve_args({"--module", "llama3", "--config", "llama3_debugmodel"});
+  EXPECT_EQ(c.model.name, "llama3");
+  EXPECT_EQ(c.lr_scheduler.warmup_steps, 2);
+  auto o = resolve_args({"--module", "llama3", "--config", "llama3_debugmodel",
+                         "--training.steps", "10", "--optimizer.lr=0.001"});
+  EXPECT_EQ(o.training.steps, 10);
+  EXPECT_DOUBLE_EQ(o.optimizer.lr, 0.001);
+}
+
+TEST(Config, PrecedenceCliOverTomlOverNamedOverDefaults) {
+  auto dir = testing::make_temp_dir("titan_config");
+  auto file = (dir / "job.toml").string();
+  std::ofstream(file) << "[training]\nsteps = 7\nseq_len = 64\n[optimizer]\nlr = 0.5\n";
+  auto c = resolve_args({"--module", "llama3", "--config", "llama3_debugmodel",
+                         "--job.config_file", file, "--training.steps", "3"});
+  EXPECT_EQ(c.training.steps, 3);                 // CLI beats TOML
+  EXPECT_EQ(c.training.seq_len, 64);              // TOML beats the named config
+  EXPECT_DOUBLE_EQ(c.optimizer.lr, 0.5);          // TOML beats the named config
+  EXPECT_EQ(c.lr_scheduler.warmup_steps, 2);      // named config beats defaults
+  EXPECT_DOUBLE_EQ(c.optimizer.weight_decay, 0.1);  // default
+}
+
+TEST(Config, BooleansAndLists) {
+  auto c = resolve_args({"--checkpoint.enable", "--metrics.no_enable_tensorboard",
+                         "--checkpoint.exclude_from_loading", "optimizer,dataloader",
+                         "--training.deterministic", "true"});
+  EXPECT_TRUE(c.checkpoint.enable);
+  EXPECT_FALSE(c.metrics.enable_tensorboard);
+  EXPECT_TRUE(c.training.deterministic);
+  EXPECT_EQ(c.checkpoint.exclude_from_loading,
+            (std::vector<std::string>{"optimizer", "dataloader"}));
+  auto off = resolve_args({"--checkpoint.enable", "--checkpoint.no_enable"});
+  EXPECT_FALSE(off.checkpoint.enable);
+}
+
+TEST(Config, DottedModuleNameResolvesToFamily) {
+  EXPECT_EQ(family_from_module("torchtitan_neuron.models.qwen3"), "qwen3");
+  auto c = resolve_args({"--module", "torchtitan_neuron.models.qwen3", "--config",
+                         "qwen3_debugmodel"});
+  EXPECT_EQ(c.model.name, "qwen3");
+  EXPECT_EQ(c.model.flavor, "debugmodel");
+}
+
+TEST(Config, UnknownKeySuggestsClosest) {
+  auto msg = error_of({"--training.stpes", "3"});
+  EXPECT_NE(msg.find("training.stpes"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("did you mean 'training.steps'"), std::string::npos) << msg;
+}
+
+TEST(Config, WrongTypeNamesKeyAndType) {
+  auto msg = error_of({"--training.steps", "ten"});
+  EXPECT_NE(msg.find("training.steps"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("integer"), std::string::npos) << msg;
+}
+
+TEST(Config, OutOfRangeAndBadChoice) {
+  auto range = error_of({"--training.local_batch_size", "0"});
+  EXPECT_NE(range.find("training.local_batch_size"), std::string::npos) << range;
+  EXPECT_NE(range.find(">= 1"), std::string::npos) << range;
+  auto choice = error_of({"--lr_scheduler.decay_type", "exponential"});
+  EXPECT_NE(choice.find("linear, sqrt, cosine"), std::string::npos) << choice;
+  auto ac = error_of({"--activation_checkpoint.selective_ac_option", "sometimes"});
+  EXPECT_NE(ac.find("'op' or a positive integer"), std::string::npos) << ac;
+}
+
+TEST(Config, TomlErrorsNameFileLineAndKey) {
+  auto dir = testing::make_temp_dir("titan_config");
+  auto file = (dir / "bad.toml").string();
+  std::ofstream(file) << "[training]\nsteps = 5\nsequence_len = 64\n";
+  auto msg = error_of({"--job.config_file", file});
+  EXPECT_NE(msg.find(file + ":3"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("training.sequence_len"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("training.seq_len"), std::string::npos) << msg;
+  std::ofstream(file) << "[training]\nsteps = \"many\"\n";
+  msg = error_of({"--job.config_file", file});
+  EXPECT_NE(msg.find("training.steps: expected an integer"), std::string::npos) << msg;
+}
+
+TEST(Config, ImpossibleLayoutNamesTheDegrees) {
+  JobConfig c;
+  c.parallelism.tensor_parallel_degree = 3;
+  try {
+    validate_for_world(c, 4);
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("tensor_parallel_degree (3)"), std::string::npos)
+        << e.what();
+  }
+  c = JobConfig{};
+  c.training.local_batch_size = 4;
+  c.training.global_batch_size = 12;
+  try {
+    validate_for_world(c, 2);
+    FAIL() << "expected a ConfigError";
+  } catch (const ConfigError& e) {
+    std::string msg = e.what();
+    EXPECT_NE(msg.find("training.global_batch_size"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("training.local_batch_size"), std::string::npos) << msg;
+  }
+}
+
+TEST(Config, UnknownNamedConfigListsAvailable) {
+  auto msg = error_of({"--module", "llama3", "--config", "llama3_tinymodel"});
+  EXPECT_NE(msg.find("llama3_debugmodel"), std::string::npos) << msg;
+}
+
+TEST(Config, PrintedTomlRoundTrips) {
+  auto c = resolve_args({"--module", "qwen3", "--config", "qwen3_debugmodel",
+                         "--training.steps", "17", "--lr_scheduler.decay_ratio", "none"});
+  JobConfig back;
+  apply_toml(back, to_toml(c), "printed");
+  EXPECT_EQ(to_toml(back), to_toml(c));
+  EXPECT_EQ(back.training.steps, 17);
+  EXPECT_FALSE(back.lr_scheduler.decay_ratio.has_value());
+}
+
+TEST(ConfigBinary, PrintsResolvedConfig) {
+  auto r = testing::run_command(testing::titan_binary() +
+                                " config --module llama3 --config llama3_debugmodel "
+                                "--training.steps 10");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("steps = 10\n"), std::string::npos) << r.output;
+}
+
+TEST(ConfigBinary, BadInputExitsTwoBeforeAnyWorker) {
+  auto dir = testing::make_temp_dir("titan_badcfg");
+  for (std::string bad : {"--training.stepz 3", "--training.steps x", "--training.seq_len -5",
+                          "--lr_scheduler.decay_type step"}) {
+    auto r = testing::run_command("cd " + dir.string() + " && NGPU=2 " +
+                                  testing::titan_binary() + " launch " + bad);
+    EXPECT_EQ(r.exit_code, 2) << bad << "\n" << r.output;
+    EXPECT_NE(r.output.find("config error"), std::string::npos) << r.output;
+    EXPECT_FALSE(std::filesystem::exists(dir / "outputs" / "logs")) << "a worker started";
+  }
+  auto r = testing::run_command("cd " + dir.string() + " && NGPU=3 " + testing::titan_binary() +
+                                " launch --parallelism.tensor_parallel_degree 2");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("world has 3 ranks"), std::string::npos) << r.output;
+}
+
+TEST(ConfigBinary, TrainHelpListsEveryKey) {
+  auto r = testing::run_command(testing::titan_binary() + " train --help");
+  EXPECT_EQ(r.exit_code, 0);
+  for (std::string key : {"--training.steps", "--parallelism.data_parallel_shard_degree",
+                          "--checkpoint.keep_latest_k", "--comm.train_timeout_seconds"}) {
+    EXPECT_NE(r.output.find(key), std::string::npos) << key;
+  }
+  EXPECT_NE(r.output.find("(default: 10000)"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace titan::config
