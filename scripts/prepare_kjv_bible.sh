@@ -60,7 +60,8 @@ bible -l 1000000 "Gen1:1-Rev22:21" | LC_ALL=C awk '
     return replace_all(s, "\n", "\\n")
   }
   function flush() {
-    if (title != "") printf "{\"text\": \"%s\", \"book\": \"%s\", \"chapter\": %d}\n", esc(text), esc(book), chapter
+    if (title == "") return
+    printf "{\"text\": \"%s\", \"book\": \"%s\", \"chapter\": %d}\n", esc(text), esc(book), chapter
   }
   /^$/ { next }
   /^[^ ]/ {

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <thread>
+#include <utility>
 
 #include "titan/components/data/documents.h"
 #include "titan/components/data/sha256.h"
@@ -194,6 +195,13 @@ double build(const std::vector<FileStamp>& stamps, const json& key, const Tokeni
                                   file.string(), line, tokenizer.describe(), id, vocab));
     }
   };
+
+  for (const auto& [what, id] : {std::pair{"BOS", bos}, std::pair{"EOS", eos}}) {
+    if (id && (*id < 0 || *id >= vocab)) {
+      throw DataError(fmt::format("tokenizer {}: {} id {} outside [0, {})", tokenizer.describe(),
+                                  what, *id, vocab));
+    }
+  }
 
   TempFile tmp(temp_name(paths.tokens));
   TokenWriter writer(tmp.path());
