@@ -96,9 +96,9 @@ TEST_F(PackingTest, BatchesArePureFunctionsOfTheStep) {
 
 TEST_F(PackingTest, TooFewTokensForOneSampleIsADataError) {
   const std::string msg = error_message<DataError>(
-      [&] { DataLoader(tiny(dir_, dir_ / "d.jsonl", 8, 1), tok_); });  // 9 tokens, 8 + 1 needed
+      [&] { DataLoader(tiny(dir_, dir_ / "d.jsonl", 9, 1), tok_); });  // 9 tokens, 9 + 1 needed
   EXPECT_NE(msg.find("has 9 tokens"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("training.seq_len 8"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("training.seq_len 9 needs 10"), std::string::npos) << msg;
 }
 
 TEST_F(PackingTest, InvalidOptionsAreConfigErrors) {
@@ -120,7 +120,7 @@ TEST(DataLoaderLayout, GlobalBatchIsIndependentOfDpDegreeAndAccumulation) {
   write_file(dir / "corpus.jsonl", corpus);
   CountingByteTokenizer tok;
   const int64_t G = 16;
-  const int64_t steps = 6;
+  const int64_t steps = 10;
   using Samples = std::vector<std::vector<int64_t>>;  // input row followed by label row
   std::vector<Samples> reference;  // per step, sorted
 
