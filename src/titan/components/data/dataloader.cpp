@@ -85,9 +85,9 @@ int64_t DataLoader::epoch(int64_t step) const {
 std::string DataLoader::describe() const {
   const DataStats& st = stats();
   return fmt::format(
-      "dataset {}: {} files, {} documents ({} bad skipped), {} tokens -> {} samples of seq_len "
-      "{}; global batch {} = local {} x dp {} x {} accumulation; token cache {} ({})",
-      label_, files().size(), st.documents, st.skipped, st.tokens, num_samples_, seq_len_,
+      "dataset {}: {} documents in {} file(s), {} bad skipped, {} tokens -> {} samples of "
+      "seq_len {}; global batch {} = local {} x dp {} x {} accumulation; token cache {} ({})",
+      label_, st.documents, files().size(), st.skipped, st.tokens, num_samples_, seq_len_,
       layout_.global_batch_size(), layout_.local_batch_size(), layout_.dp_degree(),
       accumulation_steps(), st.cache_path,
       st.built ? fmt::format("built in {:.1f} s", st.build_seconds) : std::string("reused"));
