@@ -9,7 +9,8 @@
 // <key> is the first 16 hex digits of the SHA-256 of (format version; each file's canonical
 // path, size and mtime in ns; tokenizer.describe(), vocab size, BOS and EOS ids), so a changed
 // file or another tokenizer gets a new cache, and an unchanged dataset is not re-read, not even
-// to hash it (the file hashes come from the .json).
+// to hash it (the file hashes come from the .json). Caches of older versions of a dataset stay
+// in the folder until deleted by hand.
 //
 // Concurrency: both files are written under temporary names and renamed into place, .json
 // first, so a reader that sees the .tokens file sees a complete cache. Ranks with `build`

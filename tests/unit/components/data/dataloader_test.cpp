@@ -109,6 +109,27 @@ TEST_F(PackingTest, InvalidOptionsAreConfigErrors) {
   EXPECT_EQ(tok_.encode_calls, 0);  // rejected before any tokenizing
 }
 
+TEST(DataLoaderOptionsFromConfig, TakesTheTrainingSectionAndTheRankCoordinates) {
+  config::JobConfig job;
+  job.training.dataset = "kjv_bible";
+  job.training.dataset_path = "/data/c4";
+  job.training.seq_len = 512;
+  job.training.local_batch_size = 4;
+  job.training.global_batch_size = 32;
+  job.training.skip_bad_documents = true;
+  const DataLoaderOptions options = data_loader_options(job, 1, 2, /*local_rank=*/3);
+  EXPECT_EQ(options.dataset, "kjv_bible");
+  EXPECT_EQ(options.dataset_path, "/data/c4");
+  EXPECT_EQ(options.seq_len, 512);
+  EXPECT_EQ(options.local_batch_size, 4);
+  EXPECT_EQ(options.global_batch_size, 32);
+  EXPECT_EQ(options.dp_rank, 1);
+  EXPECT_EQ(options.dp_degree, 2);
+  EXPECT_TRUE(options.skip_bad_documents);
+  EXPECT_FALSE(options.build_cache);
+  EXPECT_TRUE(data_loader_options(job, 0, 2, /*local_rank=*/0).build_cache);
+}
+
 // The union of all (dp rank, microbatch) batches of a step is the same multiset of samples for
 // every data-parallel degree and accumulation split of one global batch.
 TEST(DataLoaderLayout, GlobalBatchIsIndependentOfDpDegreeAndAccumulation) {
