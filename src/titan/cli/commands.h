@@ -15,6 +15,8 @@ int train_command(const Args& args);
 int launch_command(const Args& args);
 /// `titan config`: prints the resolved config as TOML.
 int config_command(const Args& args);
+/// `titan generate`: greedy / sampled continuation or prompt loss of a Hugging Face model.
+int generate_command(const Args& args);
 
 /// Dispatches `argv` to a subcommand; maps ConfigError to exit code 2, other errors to 1.
 int main(int argc, char** argv);

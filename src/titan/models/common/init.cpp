@@ -14,7 +14,7 @@ void copy_into(const torch::Tensor& param, const torch::Tensor& values) {
 
 }  // namespace
 
-at::Generator make_init_generator(uint64_t seed) {
+at::Generator seeded_generator(uint64_t seed) {
   return at::make_generator<at::CPUGeneratorImpl>(seed);
 }
 

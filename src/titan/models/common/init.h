@@ -10,8 +10,9 @@
 
 namespace titan::models {
 
-/// A CPU generator seeded with `seed` (mt19937, as torch.manual_seed seeds the CPU).
-at::Generator make_init_generator(uint64_t seed);
+/// A CPU generator (mt19937, like torch.manual_seed on the CPU) seeded with `seed`; also used
+/// for sampling in generate.h.
+at::Generator seeded_generator(uint64_t seed);
 
 /// Fills `param` with N(mean, std^2) draws (PyTorch's nn.init.normal_). Does not record autograd.
 void init_normal_(const torch::Tensor& param, double mean, double std, at::Generator& gen);

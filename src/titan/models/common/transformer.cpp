@@ -63,7 +63,7 @@ torch::Tensor Transformer::forward(const torch::Tensor& tokens) {
 }
 
 void Transformer::init_weights(uint64_t seed) {
-  auto gen = make_init_generator(seed);
+  auto gen = seeded_generator(seed);
   if (!args_.tie_embeddings) {
     init_normal_(tok_embeddings->weight, 0.0, 1.0, gen);
   }
