@@ -5,7 +5,7 @@ file(GLOB_RECURSE TITAN_CONFIG_TOMLS CONFIGURE_DEPENDS
 set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${TITAN_CONFIG_TOMLS})
 set(entries "")
 foreach(toml ${TITAN_CONFIG_TOMLS})
-  get_filename_component(name ${toml} NAME_WE)
+  get_filename_component(name ${toml} NAME_WLE)  # qwen3_0.6b.toml -> qwen3_0.6b
   get_filename_component(dir ${toml} DIRECTORY)
   get_filename_component(dir ${dir} DIRECTORY)
   get_filename_component(family ${dir} NAME)

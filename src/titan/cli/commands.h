@@ -18,6 +18,8 @@ int config_command(const Args& args);
 /// `titan comm-check`: one worker of a connectivity check (all-reduce and all-gather over the
 /// world); run it through `titan launch --worker comm-check`.
 int comm_check_command(const Args& args);
+/// `titan generate`: greedy / sampled continuation or prompt loss of a Hugging Face model.
+int generate_command(const Args& args);
 
 /// Dispatches `argv` to a subcommand; maps ConfigError to exit code 2, other errors to 1.
 int main(int argc, char** argv);

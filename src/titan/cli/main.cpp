@@ -22,6 +22,7 @@ const std::map<std::string, Command>& commands() {
       {"launch", {launch_command, "start NGPU workers on this node (what run_train.sh runs)"}},
       {"config", {config_command, "print the resolved config as TOML"}},
       {"comm-check", {comm_check_command, "check that all ranks reach each other (one worker)"}},
+      {"generate", {generate_command, "continue or score token ids with a Hugging Face model"}},
   };
   return table;
 }

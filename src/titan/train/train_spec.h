@@ -25,6 +25,10 @@ struct TrainSpec {
   /// Builds an uninitialised model of `flavor` (throws ConfigError naming model.flavor and
   /// the valid flavors).
   std::function<std::shared_ptr<models::CausalLM>(const std::string& flavor)> build;
+  /// As build, with the parameters allocated on `device`; torch::kMeta gives a shape-only
+  /// model (no memory) for parameter and FLOP counts of any flavor.
+  std::function<std::shared_ptr<models::CausalLM>(const std::string& flavor, torch::Device device)>
+      build_on_device;
   /// Builds an uninitialised model shaped as a Hugging Face config.json says.
   std::function<std::shared_ptr<models::CausalLM>(const nlohmann::json& hf_config)> build_from_hf;
   /// Model weights under Hugging Face names (model.layers.0.self_attn.q_proj.weight, ...).

@@ -1,0 +1,145 @@
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <iostream>
+#include <map>
+#include <optional>
+
+#include "titan/cli/commands.h"
+#include "titan/components/checkpoint/hf_folder.h"
+#include "titan/errors.h"
+#include "titan/models/common/generate.h"
+#include "titan/train/train_spec.h"
+
+namespace titan::cli {
+namespace {
+
+constexpr const char* kUsage =
+    "Usage: titan generate --hf_assets_path DIR --prompt_ids 1,2,3 [--max_new_tokens N]\n"
+    "                      [--temperature T] [--top_k K] [--seed S] [--score]\n"
+    "  Loads a Hugging Face folder (config.json + safetensors; the family comes from\n"
+    "  config.json's model_type) and prints `ids: ...`, the generated ids (temperature 0 =\n"
+    "  greedy). With --score, prints `loss: X`, the mean next-token cross-entropy of the prompt.\n";
+
+struct GenerateArgs {
+  std::string hf_assets_path;
+  std::vector<int64_t> prompt_ids;
+  bool score = false;
+  models::GenerateOptions options;
+};
+
+int64_t parse_int(const std::string& key, const std::string& text) {
+  try {
+    size_t used = 0;
+    int64_t v = std::stoll(text, &used);
+    if (used == text.size()) return v;
+  } catch (const std::exception&) {
+  }
+  throw ConfigError(fmt::format("--{}: expected an integer, got '{}'", key, text));
+}
+
+double parse_double(const std::string& key, const std::string& text) {
+  try {
+    size_t used = 0;
+    double v = std::stod(text, &used);
+    if (used == text.size()) return v;
+  } catch (const std::exception&) {
+  }
+  throw ConfigError(fmt::format("--{}: expected a number, got '{}'", key, text));
+}
+
+std::vector<int64_t> parse_ids(const std::string& text) {
+  std::vector<int64_t> ids;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    const std::string item =
+        text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    ids.push_back(parse_int("prompt_ids", item));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return ids;
+}
+
+GenerateArgs parse(const Args& args) {
+  static const std::vector<std::string> valued = {"hf_assets_path", "prompt_ids", "prompt",
+                                                  "max_new_tokens", "temperature", "top_k", "seed"};
+  GenerateArgs out;
+  bool have_ids = false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg.rfind("--", 0) != 0) {
+      throw ConfigError(fmt::format("generate: unexpected argument '{}'\n{}", arg, kUsage));
+    }
+    std::string key = arg.substr(2);
+    std::optional<std::string> value;
+    if (auto eq = key.find('='); eq != std::string::npos) {
+      value = key.substr(eq + 1);
+      key = key.substr(0, eq);
+    }
+    if (key == "score" && !value) {
+      out.score = true;
+      continue;
+    }
+    if (std::find(valued.begin(), valued.end(), key) == valued.end()) {
+      throw ConfigError(fmt::format("generate: unknown option --{} (valid: --{}, --score)", key,
+                                    fmt::join(valued, ", --")));
+    }
+    if (!value) {
+      if (i + 1 >= args.size()) {
+        throw ConfigError(fmt::format("generate: --{} needs a value", key));
+      }
+      value = args[++i];
+    }
+    if (key == "hf_assets_path") {
+      out.hf_assets_path = *value;
+    } else if (key == "prompt_ids") {
+      out.prompt_ids = parse_ids(*value);
+      have_ids = true;
+    } else if (key == "prompt") {
+      throw ConfigError("generate: --prompt needs a tokenizer, which this build does not have "
+                        "yet; pass token ids with --prompt_ids");
+    } else if (key == "max_new_tokens") {
+      out.options.max_new_tokens = parse_int(key, *value);
+    } else if (key == "temperature") {
+      out.options.temperature = parse_double(key, *value);
+    } else if (key == "top_k") {
+      out.options.top_k = parse_int(key, *value);
+    } else if (key == "seed") {
+      out.options.seed = static_cast<uint64_t>(parse_int(key, *value));
+    }
+  }
+  if (out.hf_assets_path.empty()) {
+    throw ConfigError(fmt::format("generate: --hf_assets_path is required\n{}", kUsage));
+  }
+  if (!have_ids) {
+    throw ConfigError(fmt::format("generate: --prompt_ids is required\n{}", kUsage));
+  }
+  return out;
+}
+
+}  // namespace
+
+int generate_command(const Args& args) {
+  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
+    std::cout << kUsage;
+    return 0;
+  }
+  const GenerateArgs ga = parse(args);
+  auto folder = components::load_hf_folder(ga.hf_assets_path);
+  const auto model_type = folder.config.value("model_type", std::string());
+  const auto& spec = train::train_spec_for_hf_model_type(model_type);
+  auto model = spec.build_from_hf(folder.config);
+  spec.from_hf(*model, folder.state_dict);
+  model->eval();
+  if (ga.score) {
+    std::cout << fmt::format("loss: {:.6f}\n", models::prompt_loss(*model, ga.prompt_ids));
+    return 0;
+  }
+  const auto ids = models::generate(*model, ga.prompt_ids, ga.options);
+  std::cout << fmt::format("ids: {}\n", fmt::join(ids, " "));
+  return 0;
+}
+
+}  // namespace titan::cli

@@ -1,0 +1,51 @@
+#include "titan/models/common/attention.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "titan/errors.h"
+#include "titan/models/common/causal_attention.h"
+#include "titan/models/common/rope.h"
+
+namespace titan::models {
+
+AttentionImpl::AttentionImpl(const AttentionOptions& opts, const torch::TensorOptions& tensor_options)
+    : options(opts) {
+  if (opts.n_heads <= 0 || opts.n_kv_heads <= 0 || opts.n_heads % opts.n_kv_heads != 0) {
+    throw ConfigError(fmt::format(
+        "attention needs n_heads to be a positive multiple of n_kv_heads, got n_heads {} and "
+        "n_kv_heads {}",
+        opts.n_heads, opts.n_kv_heads));
+  }
+  const int64_t q_width = opts.n_heads * opts.head_dim;
+  const int64_t kv_width = opts.n_kv_heads * opts.head_dim;
+  wq = register_module("wq", Linear(opts.dim, q_width, tensor_options));
+  wk = register_module("wk", Linear(opts.dim, kv_width, tensor_options));
+  wv = register_module("wv", Linear(opts.dim, kv_width, tensor_options));
+  wo = register_module("wo", Linear(q_width, opts.dim, tensor_options));
+  if (opts.qk_norm) {
+    q_norm = register_module("q_norm", RMSNorm(opts.head_dim, opts.norm_eps, tensor_options));
+    k_norm = register_module("k_norm", RMSNorm(opts.head_dim, opts.norm_eps, tensor_options));
+  }
+}
+
+torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
+                                     const torch::Tensor& sin) {
+  const int64_t B = x.size(0), S = x.size(1);
+  const int64_t H = options.n_heads, Hkv = options.n_kv_heads, Dh = options.head_dim;
+  auto q = wq(x).view({B, S, H, Dh});    // q: [B, S, H, Dh]
+  auto k = wk(x).view({B, S, Hkv, Dh});  // k: [B, S, Hkv, Dh]
+  auto v = wv(x).view({B, S, Hkv, Dh});  // v: [B, S, Hkv, Dh]
+  if (options.qk_norm) {
+    q = q_norm(q);  // q: [B, S, H, Dh]
+    k = k_norm(k);  // k: [B, S, Hkv, Dh]
+  }
+  q = apply_rope(q, cos, sin).transpose(1, 2);  // q: [B, H, S, Dh]
+  k = apply_rope(k, cos, sin).transpose(1, 2);  // k: [B, Hkv, S, Dh]
+  v = v.transpose(1, 2);                        // v: [B, Hkv, S, Dh]
+  auto o = causal_attention(q, k, v, 1.0 / std::sqrt(double(Dh)), options.chunk_size);  // o: [B, H, S, Dh]
+  return wo(o.transpose(1, 2).reshape({B, S, H * Dh}));  // [B, S, dim]
+}
+
+}  // namespace titan::models

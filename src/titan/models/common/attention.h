@@ -1,0 +1,42 @@
+// Multi-head self-attention with grouped-query key/value heads (Ainslie et al. 2023, "GQA",
+// arXiv:2305.13245), rotary positions (rope.h), optional per-head RMSNorm on q and k (Qwen3),
+// and a head_dim independent of dim / n_heads. TorchTitan's Attention module names: wq, wk,
+// wv, wo, q_norm, k_norm.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+
+#include "titan/models/common/linear.h"
+#include "titan/models/common/rmsnorm.h"
+
+namespace titan::models {
+
+struct AttentionOptions {
+  int64_t dim = 0;
+  int64_t n_heads = 0;
+  int64_t n_kv_heads = 0;  // divides n_heads
+  int64_t head_dim = 0;
+  bool qk_norm = false;    // RMSNorm over head_dim on each q and k head, before RoPE
+  double norm_eps = 1e-5;  // epsilon of q_norm / k_norm
+  int64_t chunk_size = 512;  // queries per chunk (causal_attention)
+};
+
+class AttentionImpl : public torch::nn::Module {
+ public:
+  /// wq: [H*Dh, dim]; wk, wv: [Hkv*Dh, dim]; wo: [dim, H*Dh]; q_norm, k_norm: [Dh] when
+  /// qk_norm. Throws ConfigError if n_heads is not a positive multiple of n_kv_heads.
+  AttentionImpl(const AttentionOptions& options, const torch::TensorOptions& tensor_options);
+
+  /// x: [B, S, dim]; cos, sin: [S, Dh] (rope_cos_sin) -> [B, S, dim]. Causal; the softmax is
+  /// scaled by Dh^-0.5.
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+
+  AttentionOptions options;
+  Linear wq{nullptr}, wk{nullptr}, wv{nullptr}, wo{nullptr};
+  RMSNorm q_norm{nullptr}, k_norm{nullptr};  // null unless options.qk_norm
+};
+TORCH_MODULE(Attention);
+
+}  // namespace titan::models

@@ -1,0 +1,34 @@
+#include "titan/models/common/feed_forward.h"
+
+#include <fmt/format.h>
+
+#include "titan/errors.h"
+
+namespace titan::models {
+
+int64_t ffn_hidden_dim(int64_t dim, int64_t multiple_of, std::optional<double> ffn_dim_multiplier) {
+  if (dim <= 0 || multiple_of <= 0) {
+    throw ConfigError(fmt::format(
+        "feed-forward sizing needs dim > 0 and multiple_of > 0, got dim {} and multiple_of {}",
+        dim, multiple_of));
+  }
+  int64_t hidden = 2 * (4 * dim) / 3;
+  if (ffn_dim_multiplier) {
+    hidden = static_cast<int64_t>(*ffn_dim_multiplier * static_cast<double>(hidden));
+  }
+  return multiple_of * ((hidden + multiple_of - 1) / multiple_of);
+}
+
+FeedForwardImpl::FeedForwardImpl(int64_t dim, int64_t hidden_dim,
+                                 const torch::TensorOptions& options)
+    : w1(register_module("w1", Linear(dim, hidden_dim, options))),
+      w2(register_module("w2", Linear(hidden_dim, dim, options))),
+      w3(register_module("w3", Linear(dim, hidden_dim, options))) {}
+
+torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
+  auto gate = torch::silu(w1(x));  // gate: [B, S, hidden]
+  auto up = w3(x);                 // up: [B, S, hidden]
+  return w2(gate * up);            // [B, S, dim]
+}
+
+}  // namespace titan::models

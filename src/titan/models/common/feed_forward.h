@@ -1,0 +1,34 @@
+// SwiGLU feed-forward network (Shazeer 2020, "GLU Variants Improve Transformer",
+// arXiv:2002.05202) as in Llama: out = w2(silu(w1 x) * w3 x), no biases.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <optional>
+
+#include "titan/models/common/linear.h"
+
+namespace titan::models {
+
+/// TorchTitan's hidden width rule (Llama's FeedForward): h = int(2 * 4 * dim / 3); if
+/// ffn_dim_multiplier is set, h = int(ffn_dim_multiplier * h); then h is rounded up to a multiple
+/// of `multiple_of`. Llama 3 8B: dim 4096, multiplier 1.3, multiple_of 1024 -> 14336.
+/// Throws ConfigError if dim or multiple_of is not positive.
+int64_t ffn_hidden_dim(int64_t dim, int64_t multiple_of, std::optional<double> ffn_dim_multiplier);
+
+class FeedForwardImpl : public torch::nn::Module {
+ public:
+  /// w1, w3: [hidden_dim, dim]; w2: [dim, hidden_dim]; uninitialised (see init_weights).
+  FeedForwardImpl(int64_t dim, int64_t hidden_dim, const torch::TensorOptions& options);
+
+  /// x: [B, S, dim] -> [B, S, dim].
+  torch::Tensor forward(const torch::Tensor& x);
+
+  Linear w1{nullptr};  // gate projection (HF mlp.gate_proj)
+  Linear w2{nullptr};  // down projection (HF mlp.down_proj)
+  Linear w3{nullptr};  // up projection (HF mlp.up_proj)
+};
+TORCH_MODULE(FeedForward);
+
+}  // namespace titan::models

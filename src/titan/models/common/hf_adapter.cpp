@@ -1,0 +1,207 @@
+#include "titan/models/common/hf_adapter.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <vector>
+
+#include "titan/errors.h"
+
+namespace titan::models {
+namespace {
+
+const std::map<std::string, std::string>& top_level_names() {
+  static const std::map<std::string, std::string> names = {
+      {"tok_embeddings.weight", "model.embed_tokens.weight"},
+      {"norm.weight", "model.norm.weight"},
+      {"output.weight", "lm_head.weight"},
+  };
+  return names;
+}
+
+const std::map<std::string, std::string>& layer_names() {
+  static const std::map<std::string, std::string> names = {
+      {"attention.wq.weight", "self_attn.q_proj.weight"},
+      {"attention.wk.weight", "self_attn.k_proj.weight"},
+      {"attention.wv.weight", "self_attn.v_proj.weight"},
+      {"attention.wo.weight", "self_attn.o_proj.weight"},
+      {"attention.q_norm.weight", "self_attn.q_norm.weight"},
+      {"attention.k_norm.weight", "self_attn.k_norm.weight"},
+      {"feed_forward.w1.weight", "mlp.gate_proj.weight"},
+      {"feed_forward.w2.weight", "mlp.down_proj.weight"},
+      {"feed_forward.w3.weight", "mlp.up_proj.weight"},
+      {"attention_norm.weight", "input_layernorm.weight"},
+      {"ffn_norm.weight", "post_attention_layernorm.weight"},
+  };
+  return names;
+}
+
+std::string shape_of(const torch::Tensor& t) {
+  return fmt::format("[{}]", fmt::join(t.sizes().begin(), t.sizes().end(), ", "));
+}
+
+std::string where(const nlohmann::json& config) {
+  return config.contains("model_type") && config["model_type"].is_string()
+             ? fmt::format("config.json (model_type '{}')", config["model_type"].get<std::string>())
+             : std::string("config.json");
+}
+
+bool has(const nlohmann::json& config, const char* key) {
+  return config.contains(key) && !config[key].is_null();
+}
+
+int64_t get_int(const nlohmann::json& config, const char* key, std::optional<int64_t> fallback) {
+  if (!has(config, key)) {
+    if (fallback) return *fallback;
+    throw CheckpointError(fmt::format("{}: missing required key '{}'", where(config), key));
+  }
+  const auto& v = config[key];
+  if (!v.is_number_integer() || v.get<int64_t>() <= 0) {
+    throw CheckpointError(fmt::format("{}: '{}' must be a positive integer, got {}", where(config),
+                                      key, v.dump()));
+  }
+  return v.get<int64_t>();
+}
+
+double get_number(const nlohmann::json& config, const char* key, std::optional<double> fallback) {
+  if (!has(config, key)) {
+    if (fallback) return *fallback;
+    throw CheckpointError(fmt::format("{}: missing required key '{}'", where(config), key));
+  }
+  const auto& v = config[key];
+  if (!v.is_number()) {
+    throw CheckpointError(fmt::format("{}: '{}' must be a number, got {}", where(config), key,
+                                      v.dump()));
+  }
+  return v.get<double>();
+}
+
+bool get_bool(const nlohmann::json& config, const char* key, bool fallback) {
+  if (!has(config, key)) return fallback;
+  if (!config[key].is_boolean()) {
+    throw CheckpointError(fmt::format("{}: '{}' must be true or false, got {}", where(config), key,
+                                      config[key].dump()));
+  }
+  return config[key].get<bool>();
+}
+
+std::optional<RopeScaling> rope_scaling(const nlohmann::json& config) {
+  if (!has(config, "rope_scaling")) return std::nullopt;
+  const auto& s = config["rope_scaling"];
+  if (!s.is_object()) {
+    throw CheckpointError(fmt::format("{}: 'rope_scaling' must be null or an object, got {}",
+                                      where(config), s.dump()));
+  }
+  const char* type_key = s.contains("rope_type") ? "rope_type" : "type";
+  const std::string type = s.value(type_key, std::string("default"));
+  if (type == "default") return std::nullopt;
+  if (type != "llama3") {
+    throw CheckpointError(fmt::format("{}: rope_scaling type '{}' is not supported (supported: "
+                                      "default, llama3)",
+                                      where(config), type));
+  }
+  RopeScaling r;
+  r.factor = get_number(s, "factor", std::nullopt);
+  r.low_freq_factor = get_number(s, "low_freq_factor", std::nullopt);
+  r.high_freq_factor = get_number(s, "high_freq_factor", std::nullopt);
+  r.original_max_position_embeddings = get_int(s, "original_max_position_embeddings", std::nullopt);
+  return r;
+}
+
+}  // namespace
+
+TransformerArgs args_from_hf_config(const nlohmann::json& config, bool qk_norm) {
+  for (const char* key : {"attention_bias", "mlp_bias"}) {
+    if (get_bool(config, key, false)) {
+      throw CheckpointError(fmt::format("{}: '{}' = true is not supported (titan's Transformer "
+                                        "has no biases)",
+                                        where(config), key));
+    }
+  }
+  if (has(config, "hidden_act") && config["hidden_act"] != "silu") {
+    throw CheckpointError(fmt::format("{}: hidden_act {} is not supported (supported: \"silu\")",
+                                      where(config), config["hidden_act"].dump()));
+  }
+  TransformerArgs a;
+  a.dim = get_int(config, "hidden_size", std::nullopt);
+  a.n_layers = get_int(config, "num_hidden_layers", std::nullopt);
+  a.n_heads = get_int(config, "num_attention_heads", std::nullopt);
+  a.n_kv_heads = get_int(config, "num_key_value_heads", a.n_heads);
+  if (!has(config, "head_dim") && a.dim % a.n_heads != 0) {
+    throw CheckpointError(fmt::format("{}: hidden_size {} is not divisible by num_attention_heads "
+                                      "{} and head_dim is not given",
+                                      where(config), a.dim, a.n_heads));
+  }
+  a.head_dim = get_int(config, "head_dim", a.dim / a.n_heads);
+  a.hidden_dim = get_int(config, "intermediate_size", std::nullopt);
+  a.vocab_size = get_int(config, "vocab_size", std::nullopt);
+  a.norm_eps = get_number(config, "rms_norm_eps", std::nullopt);
+  a.rope_theta = get_number(config, "rope_theta", 10000.0);
+  a.rope_scaling = rope_scaling(config);
+  a.tie_embeddings = get_bool(config, "tie_word_embeddings", false);
+  a.qk_norm = qk_norm;
+  return a;
+}
+
+std::string hf_name(const std::string& name) {
+  if (auto it = top_level_names().find(name); it != top_level_names().end()) {
+    return it->second;
+  }
+  const std::string prefix = "layers.";
+  if (name.rfind(prefix, 0) == 0) {
+    const auto dot = name.find('.', prefix.size());
+    if (dot != std::string::npos) {
+      const std::string layer = name.substr(prefix.size(), dot - prefix.size());
+      if (auto it = layer_names().find(name.substr(dot + 1)); it != layer_names().end()) {
+        return "model.layers." + layer + "." + it->second;
+      }
+    }
+  }
+  throw CheckpointError(fmt::format("parameter '{}' has no Hugging Face name", name));
+}
+
+std::map<std::string, torch::Tensor> to_hf_state_dict(CausalLM& model) {
+  std::map<std::string, torch::Tensor> out;
+  for (const auto& item : model.named_parameters()) {
+    out.emplace(hf_name(item.key()), item.value());
+  }
+  return out;
+}
+
+void load_hf_state_dict(CausalLM& model, const std::map<std::string, torch::Tensor>& hf) {
+  std::map<std::string, torch::Tensor> targets;  // HF name -> parameter
+  for (const auto& item : model.named_parameters()) {
+    targets.emplace(hf_name(item.key()), item.value());
+  }
+  const bool tied = targets.count("lm_head.weight") == 0;
+  std::vector<std::string> problems;
+  for (const auto& [name, param] : targets) {
+    auto it = hf.find(name);
+    if (it == hf.end()) {
+      problems.push_back(fmt::format("missing '{}' (expected shape {})", name, shape_of(param)));
+    } else if (it->second.sizes() != param.sizes()) {
+      problems.push_back(fmt::format("'{}' has shape {}, the model expects {}", name,
+                                     shape_of(it->second), shape_of(param)));
+    }
+  }
+  const std::string rotary_suffix = "rotary_emb.inv_freq";
+  for (const auto& [name, tensor] : hf) {
+    const bool ignorable =
+        (tied && name == "lm_head.weight") ||
+        (name.size() >= rotary_suffix.size() &&
+         name.compare(name.size() - rotary_suffix.size(), rotary_suffix.size(), rotary_suffix) == 0);
+    if (!ignorable && targets.count(name) == 0) {
+      problems.push_back(fmt::format("unexpected '{}' (shape {})", name, shape_of(tensor)));
+    }
+  }
+  if (!problems.empty()) {
+    throw CheckpointError(fmt::format("Hugging Face weights do not match the model: {}",
+                                      fmt::join(problems, "; ")));
+  }
+  torch::NoGradGuard no_grad;
+  for (auto& [name, param] : targets) {
+    param.copy_(hf.at(name));
+  }
+}
+
+}  // namespace titan::models

@@ -1,0 +1,47 @@
+// Hugging Face interchange for the common Transformer (LlamaForCausalLM and Qwen3ForCausalLM
+// layouts): the model arguments a config.json describes, and the mapping between titan
+// parameter names (TorchTitan's) and Hugging Face's:
+//   tok_embeddings.weight               <-> model.embed_tokens.weight
+//   layers.{i}.attention.w{q,k,v,o}     <-> model.layers.{i}.self_attn.{q,k,v,o}_proj
+//   layers.{i}.attention.{q,k}_norm     <-> model.layers.{i}.self_attn.{q,k}_norm
+//   layers.{i}.feed_forward.w1 / w3 / w2 <-> model.layers.{i}.mlp.gate_proj / up_proj / down_proj
+//   layers.{i}.attention_norm / ffn_norm <-> model.layers.{i}.input_layernorm /
+//                                            post_attention_layernorm
+//   norm.weight <-> model.norm.weight;  output.weight <-> lm_head.weight (absent when tied)
+// Hugging Face stores q/k rows in rotate_half order, which is titan's RoPE layout, so tensors
+// are copied unchanged (no permutation).
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include <map>
+#include <string>
+
+#include "titan/models/common/causal_lm.h"
+#include "titan/models/common/transformer_args.h"
+
+namespace titan::models {
+
+/// Model arguments from a Hugging Face config.json: hidden_size, num_hidden_layers,
+/// num_attention_heads, num_key_value_heads (default: heads), head_dim (default: hidden /
+/// heads), intermediate_size, vocab_size, rms_norm_eps, rope_theta (default 10000),
+/// rope_scaling (null, "default" or "llama3"), tie_word_embeddings (default false).
+/// `qk_norm` is the family's (Qwen3: true). Throws CheckpointError naming the missing or
+/// invalid key, and for features titan does not implement (biases, activations other than
+/// silu, other rope_scaling types).
+TransformerArgs args_from_hf_config(const nlohmann::json& config, bool qk_norm);
+
+/// The Hugging Face name of titan parameter `name`; throws CheckpointError for a name without one.
+std::string hf_name(const std::string& name);
+
+/// The model's parameters under Hugging Face names (the tensors themselves, not copies).
+std::map<std::string, torch::Tensor> to_hf_state_dict(CausalLM& model);
+
+/// Copies Hugging Face-named tensors into the model's parameters (converting dtype and device).
+/// `lm_head.weight` is ignored when the model is tied, and so are `*.rotary_emb.inv_freq`
+/// buffers that old checkpoints carry. Throws CheckpointError listing every missing,
+/// unexpected or mis-shaped tensor, before anything is copied.
+void load_hf_state_dict(CausalLM& model, const std::map<std::string, torch::Tensor>& hf);
+
+}  // namespace titan::models

@@ -1,0 +1,26 @@
+// A bias-free linear layer, y = x W^T, whose weight is allocated uninitialised on any device
+// (torch::kMeta included, for shape-only models). torch::nn::Linear cannot do that: it always
+// allocates on the CPU and fills its weight. Initialisation is the model's init_weights.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+
+namespace titan::models {
+
+class LinearImpl : public torch::nn::Module {
+ public:
+  /// weight: [out_features, in_features], dtype/device from `options`, uninitialised.
+  LinearImpl(int64_t in_features, int64_t out_features, const torch::TensorOptions& options)
+      : weight(register_parameter("weight",
+                                  torch::empty({out_features, in_features}, options))) {}
+
+  /// x: [..., in_features] -> [..., out_features] (same dtype as the weight).
+  torch::Tensor forward(const torch::Tensor& x) { return torch::linear(x, weight); }
+
+  torch::Tensor weight;
+};
+TORCH_MODULE(Linear);
+
+}  // namespace titan::models

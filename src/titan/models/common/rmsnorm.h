@@ -1,0 +1,28 @@
+// Root-mean-square layer normalisation (Zhang & Sennrich 2019, "Root Mean Square Layer
+// Normalization"), as Llama and Qwen use it: y = x / sqrt(mean(x^2) + eps) * weight.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+
+namespace titan::models {
+
+class RMSNormImpl : public torch::nn::Module {
+ public:
+  /// weight: [dim], dtype/device from `options`, set to ones (TorchTitan's reset_parameters).
+  RMSNormImpl(int64_t dim, double eps, const torch::TensorOptions& options);
+
+  /// x: [..., dim] -> [..., dim] in x's dtype. The statistics and the scaling are computed in
+  /// float32 (float64 when x is float64), as Hugging Face's LlamaRMSNorm does.
+  torch::Tensor forward(const torch::Tensor& x);
+
+  /// Sets the weight to ones.
+  void reset_parameters();
+
+  torch::Tensor weight;
+  double eps;
+};
+TORCH_MODULE(RMSNorm);
+
+}  // namespace titan::models

@@ -1,0 +1,48 @@
+// Rotary position embedding (Su et al. 2021, "RoFormer", arXiv:2104.09864) in Hugging Face's
+// rotate_half layout: dimension i of a head is paired with i + head_dim/2 (not 2i with 2i+1 as
+// in Meta's original code), so Hugging Face q/k weights load without any permutation.
+// Optional Llama 3.1 frequency scaling (rope_type "llama3", HF _compute_llama3_parameters).
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <optional>
+#include <utility>
+
+namespace titan::models {
+
+/// Llama 3.1 "llama3" RoPE scaling: frequencies whose wavelength exceeds
+/// original_max_position_embeddings / low_freq_factor are divided by `factor`, those below
+/// original / high_freq_factor are kept, and the band between is interpolated smoothly.
+struct RopeScaling {
+  double factor = 8.0;
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  int64_t original_max_position_embeddings = 8192;
+};
+
+struct RopeOptions {
+  int64_t head_dim = 0;  // even
+  double theta = 10000.0;
+  std::optional<RopeScaling> scaling;
+};
+
+/// Frequencies f_i = theta^(-2i/head_dim), i < head_dim/2, then scaled if options.scaling is set.
+/// Returns [head_dim/2] float64 on the CPU (computed entirely in float64).
+/// Throws ConfigError if head_dim is odd or not positive, or theta <= 0.
+torch::Tensor rope_inv_freq(const RopeOptions& options);
+
+/// cos and sin of the angles pos * f_i for positions 0..seq_len-1, each [seq_len, head_dim]
+/// (the head_dim/2 angles repeated for both halves), computed in float64 and then cast to
+/// `dtype` on `device`. inv_freq: [head_dim/2] float64 (rope_inv_freq).
+std::pair<torch::Tensor, torch::Tensor> rope_cos_sin(const torch::Tensor& inv_freq,
+                                                     int64_t seq_len, torch::ScalarType dtype,
+                                                     torch::Device device);
+
+/// Rotates x: [B, S, H, Dh] by the angles of its positions: x * cos + rotate_half(x) * sin,
+/// rotate_half(x) = cat(-x[..., Dh/2:], x[..., :Dh/2]). cos, sin: [S, Dh] (rope_cos_sin).
+/// Computed in cos's dtype, returned in x's dtype.
+torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
+
+}  // namespace titan::models

@@ -1,0 +1,42 @@
+// Hyper-parameters of the decoder-only Transformer shared by the llama3 and qwen3 families
+// (TorchTitan's TransformerModelArgs / Qwen3ModelArgs). Families define their flavors as values
+// of this struct; the Hugging Face adapter derives one from config.json.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "titan/models/common/feed_forward.h"
+#include "titan/models/common/rope.h"
+
+namespace titan::models {
+
+struct TransformerArgs {
+  int64_t dim = 256;         // model (residual stream) width
+  int64_t n_layers = 6;      // transformer blocks
+  int64_t n_heads = 16;      // query heads
+  int64_t n_kv_heads = 0;    // key/value heads (grouped-query attention); 0 = n_heads
+  int64_t head_dim = 0;      // per-head width; 0 = dim / n_heads (Qwen3 sets it explicitly)
+  int64_t vocab_size = 2048;
+  /// SwiGLU hidden width. 0 = TorchTitan's rule from multiple_of and ffn_dim_multiplier
+  /// (see ffn_hidden_dim); Hugging Face configs and Qwen3 flavors give it explicitly.
+  int64_t hidden_dim = 0;
+  int64_t multiple_of = 256;
+  std::optional<double> ffn_dim_multiplier;
+  double norm_eps = 1e-5;    // RMSNorm epsilon (all norms of the model)
+  double rope_theta = 10000.0;
+  std::optional<RopeScaling> rope_scaling;  // Llama 3.1 "llama3" frequency scaling
+  bool qk_norm = false;        // per-head RMSNorm on q and k before RoPE (Qwen3)
+  bool tie_embeddings = false;  // classifier = token embedding matrix
+  bool depth_init = true;      // output projections' init std shrinks with layer depth
+  int64_t attention_chunk_size = 512;  // queries per chunk in causal_attention
+
+  int64_t kv_heads() const { return n_kv_heads > 0 ? n_kv_heads : n_heads; }
+  int64_t head_size() const { return head_dim > 0 ? head_dim : dim / n_heads; }
+  int64_t ffn_hidden() const {
+    return hidden_dim > 0 ? hidden_dim : ffn_hidden_dim(dim, multiple_of, ffn_dim_multiplier);
+  }
+  RopeOptions rope() const { return RopeOptions{head_size(), rope_theta, rope_scaling}; }
+};
+
+}  // namespace titan::models

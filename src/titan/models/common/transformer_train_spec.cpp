@@ -1,0 +1,44 @@
+#include "titan/models/common/transformer_train_spec.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "titan/errors.h"
+#include "titan/models/common/hf_adapter.h"
+#include "titan/models/common/transformer.h"
+
+namespace titan::models {
+
+TransformerArgs find_flavor(const FlavorTable& table, const std::string& family,
+                            const std::string& flavor) {
+  std::vector<std::string> names;
+  for (const auto& [name, args] : table) {
+    if (name == flavor) return args;
+    names.push_back(name);
+  }
+  throw ConfigError(fmt::format("model.flavor: '{}' is not a {} flavor (valid: {})", flavor, family,
+                                fmt::join(names, ", ")));
+}
+
+train::TrainSpec transformer_train_spec(const std::string& family, const FlavorTable& flavors,
+                                        std::vector<std::string> hf_model_types, bool qk_norm) {
+  train::TrainSpec spec;
+  spec.name = family;
+  for (const auto& [name, args] : flavors) spec.flavors.push_back(name);
+  spec.hf_model_types = std::move(hf_model_types);
+  spec.build_on_device = [flavors, family](const std::string& flavor, torch::Device device) {
+    return std::make_shared<Transformer>(find_flavor(flavors, family, flavor),
+                                         torch::TensorOptions().device(device));
+  };
+  spec.build = [build = spec.build_on_device](const std::string& flavor) {
+    return build(flavor, torch::kCPU);
+  };
+  spec.build_from_hf = [qk_norm](const nlohmann::json& config) -> std::shared_ptr<CausalLM> {
+    return std::make_shared<Transformer>(args_from_hf_config(config, qk_norm));
+  };
+  spec.to_hf = [](CausalLM& model) { return to_hf_state_dict(model); };
+  spec.from_hf = [](CausalLM& model, const train::StateDict& hf) { load_hf_state_dict(model, hf); };
+  return spec;
+}
+
+}  // namespace titan::models

@@ -1,0 +1,18 @@
+// The llama3 family (Llama 3 / 3.1 / 3.2; Grattafiori et al. 2024, "The Llama 3 Herd of
+// Models", arXiv:2407.21783): TorchTitan's flavors and the Hugging Face "llama" model type.
+#pragma once
+
+#include "titan/models/common/transformer_train_spec.h"
+#include "titan/train/train_spec.h"
+
+namespace titan::models::llama3 {
+
+/// debugmodel (TorchTitan's: dim 256, 6 layers, 16 heads, vocab 2048), 1B and 3B (Llama 3.2,
+/// tied, rope scaling factor 32), 8B, 70B, 405B (Llama 3.1, rope scaling factor 8); real
+/// flavors use the 128,256-token vocabulary.
+const FlavorTable& flavors();
+
+/// The spec registered as "llama3" (Hugging Face model_type "llama").
+train::TrainSpec train_spec();
+
+}  // namespace titan::models::llama3
