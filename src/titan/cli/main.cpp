@@ -20,6 +20,7 @@ const std::map<std::string, Command>& commands() {
       {"train", {train_command, "train one rank (started by run_train.sh, torchrun, srun...)"}},
       {"launch", {launch_command, "start NGPU workers on this node (what run_train.sh runs)"}},
       {"config", {config_command, "print the resolved config as TOML"}},
+      {"tokenize", {tokenize_command, "print the token ids of a text as a JSON array"}},
   };
   return table;
 }
