@@ -28,6 +28,47 @@ ThreadScratch& scratch() {
   return s;
 }
 
+// Unicode White_Space, which \s means in Oniguruma (HF tokenizers) and Rust regex (tiktoken).
+// PCRE2's \s also matches U+180E MONGOLIAN VOWEL SEPARATOR, a format character since
+// Unicode 6.3.
+constexpr const char* kWhiteSpace =
+    R"(\t\n\x0B\f\r\x20\x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}\x{202F}\x{205F}\x{3000})";
+
+// `pattern` with \s (and \S outside character classes) spelled as Unicode White_Space.
+std::string with_unicode_white_space(const std::string& pattern) {
+  const std::string space = kWhiteSpace;
+  std::string out;
+  bool in_class = false;
+  for (size_t i = 0; i < pattern.size(); ++i) {
+    const char c = pattern[i];
+    const char next = i + 1 < pattern.size() ? pattern[i + 1] : '\0';
+    if (c == '\\' && next == 's') {
+      out += in_class ? space : "[" + space + "]";
+      ++i;
+    } else if (c == '\\' && next == 'S' && !in_class) {
+      out += "[^" + space + "]";
+      ++i;
+    } else if (c == '\\' && next != '\0') {
+      out += {c, next};
+      ++i;
+    } else if (c == '[' && in_class && next == ':') {  // POSIX class such as [:alpha:]
+      const size_t end = pattern.find(":]", i + 2);
+      const size_t stop = end == std::string::npos ? pattern.size() : end + 2;
+      out.append(pattern, i, stop - i);
+      i = stop - 1;
+    } else if (c == '[' && !in_class) {
+      in_class = true;
+      out += c;
+      if (next == '^') out += pattern[++i];
+      if (i + 1 < pattern.size() && pattern[i + 1] == ']') out += pattern[++i];  // literal ]
+    } else {
+      if (c == ']') in_class = false;
+      out += c;
+    }
+  }
+  return out;
+}
+
 size_t next_char(std::string_view text, size_t i) {
   ++i;
   while (i < text.size() && (static_cast<unsigned char>(text[i]) & 0xC0) == 0x80) ++i;
@@ -42,17 +83,18 @@ struct Regex::Code {
 };
 
 Regex::Regex(const std::string& pattern, bool literal) : code_(std::make_unique<Code>()) {
-  uint32_t options = PCRE2_UTF | PCRE2_UCP | PCRE2_MATCH_INVALID_UTF;
-  if (literal) options |= PCRE2_LITERAL;
+  const uint32_t options =
+      PCRE2_UTF | PCRE2_MATCH_INVALID_UTF | (literal ? PCRE2_LITERAL : PCRE2_UCP);
   int error = 0;
   PCRE2_SIZE offset = 0;
-  code_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(),
+  const std::string source = literal ? pattern : with_unicode_white_space(pattern);
+  code_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(source.data()), source.size(),
                               options, &error, &offset, nullptr);
   if (code_->code == nullptr) {
     PCRE2_UCHAR message[256];
     pcre2_get_error_message(error, message, sizeof(message));
-    throw DataError(fmt::format("cannot compile regex '{}': {} at offset {}", pattern,
-                                reinterpret_cast<const char*>(message), offset));
+    throw DataError(fmt::format("cannot compile regex '{}': {} at offset {} of '{}'", pattern,
+                                reinterpret_cast<const char*>(message), offset, source));
   }
   pcre2_jit_compile(code_->code, PCRE2_JIT_COMPLETE);  // falls back to the interpreter on failure
 }

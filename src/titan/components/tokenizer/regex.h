@@ -1,6 +1,9 @@
 // A compiled PCRE2 pattern for pre-tokenizer splits: UTF-8 with Unicode properties (PCRE2_UTF
 // + PCRE2_UCP, so \s \d \w and \p{L} follow Unicode), JIT-compiled when PCRE2 can. Bytes that
 // are not valid UTF-8 are never matched (PCRE2_MATCH_INVALID_UTF) instead of being an error.
+// \s and \S mean Unicode White_Space, as in Oniguruma (which HF tokenizers uses) and Rust regex
+// (tiktoken), not PCRE2's own set (which adds U+180E); \S inside a character class keeps
+// PCRE2's meaning.
 #pragma once
 
 #include <memory>

@@ -78,6 +78,40 @@ TEST(HfTokenizer, DeepSeekV3VocabAndSpecialIds) {
   EXPECT_EQ(tok.decode({0}), "<｜begin▁of▁sentence｜>");
 }
 
+// Ids from the Rust crate (npm @anush008/tokenizers 0.6.0 = tokenizers 0.22.2), for text where
+// regex engines or Unicode tables differ: U+180E (not white space in Unicode >= 6.3, but in
+// PCRE2's \s), U+0085 and C0 controls, case-insensitive contractions ('\u017F' folds to 's'),
+// and NFC composition of Hangul jamo and combining accents (qwen3).
+TEST(HfTokenizer, UnicodeEdgeCasesMatchTheRustCrate) {
+  const std::vector<std::string> texts = {" \u180E_B\u2029\u180Ex", "a \u0085b\u0085 \u00A0",
+                                          "IT'\u017F HE'D", "\u1100\u1161\u11A8 e\u0301",
+                                          "\x01\x1C \x1F\t\x0B\x0C"};
+  const std::map<std::string, std::vector<std::vector<int32_t>>> expected = {
+      {"llama3",
+       {{87189, 254, 236, 62, 33, 378, 102, 157, 254, 236, 87},
+        {64, 220, 116360, 65, 116360, 17529},
+        {964, 6, 129, 123, 11947, 28805},
+        {157, 226, 222, 157, 227, 94, 157, 228, 101, 384, 54939},
+        {189, 216, 220, 219, 197, 199, 200}}},
+      {"qwen3",
+       {{86089, 254, 236, 62, 33, 378, 102, 123970, 236, 87},
+        {64, 220, 126, 227, 65, 126, 227, 17091},
+        {952, 6, 144815, 11685, 27705},
+        {126317, 3958},
+        {189, 216, 220, 219, 197, 199, 200}}},
+      {"deepseek_v3",
+       {{223, 115522, 239, 14568, 300, 105, 115522, 239, 90},
+        {67, 223, 129, 230, 68, 129, 230, 13714},
+        {2992, 9, 75929, 21330, 9, 38},
+        {91669, 225, 160, 230, 97, 77738, 104, 312, 17793},
+        {192, 219, 223, 222, 200, 202, 203}}}};
+  for (const auto& [name, ids] : expected) {
+    for (size_t i = 0; i < texts.size(); ++i) {
+      EXPECT_EQ(tokenizer(name).encode(texts[i]), ids[i]) << name << " text " << i;
+    }
+  }
+}
+
 TEST(HfTokenizer, AddedTokensMatchLongestFirst) {
   const Tokenizer& tok = tokenizer("qwen3");
   // <|im_start|> is matched whole, not as '<|' + 'im_start' + '|>'.
