@@ -20,6 +20,9 @@ int config_command(const Args& args);
 int comm_check_command(const Args& args);
 /// `titan generate`: greedy / sampled continuation or prompt loss of a Hugging Face model.
 int generate_command(const Args& args);
+/// `titan tokenize --tokenizer PATH (--text T | --file F)`: prints the ids of the text (no
+/// BOS/EOS) as one JSON array on one line. Bad usage: message and exit code 2.
+int tokenize_command(const Args& args);
 
 /// Dispatches `argv` to a subcommand; maps ConfigError to exit code 2, other errors to 1.
 int main(int argc, char** argv);

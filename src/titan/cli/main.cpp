@@ -23,6 +23,7 @@ const std::map<std::string, Command>& commands() {
       {"config", {config_command, "print the resolved config as TOML"}},
       {"comm-check", {comm_check_command, "check that all ranks reach each other (one worker)"}},
       {"generate", {generate_command, "continue or score token ids with a Hugging Face model"}},
+      {"tokenize", {tokenize_command, "print the token ids of a text as a JSON array"}},
   };
   return table;
 }
