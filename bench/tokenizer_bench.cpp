@@ -39,11 +39,12 @@ void bench(const std::string& path, const std::string& text) {
   for (int i = 0; i < 2; ++i) warm_s = std::min(warm_s, time_encode(*tok, text, ids));
   const bool round_trip = tok->decode(ids) == text;
   const double mb = static_cast<double>(text.size()) / 1e6;
-  std::cout << fmt::format("{:<60} load {:5.2f}s  cold {:6.2f} MB/s  warm {:6.2f} MB/s  "
-                           "{} tokens ({:.2f} bytes/token){}\n",
-                           tok->describe(), load_s, mb / cold_s, mb / warm_s, ids.size(),
-                           static_cast<double>(text.size()) / static_cast<double>(ids.size()),
-                           round_trip ? "" : "  ROUND TRIP DIFFERS");
+  std::cout << fmt::format(
+      "{:<60} load {:5.2f}s  cold {:6.2f} MB/s  warm {:6.2f} MB/s  "
+      "{} tokens ({:.2f} bytes/token){}\n",
+      tok->describe(), load_s, mb / cold_s, mb / warm_s, ids.size(),
+      static_cast<double>(text.size()) / static_cast<double>(ids.size()),
+      round_trip ? "" : "  ROUND TRIP DIFFERS");
 }
 
 }  // namespace

@@ -1,11 +1,11 @@
 // `titan tokenize`, run as users run it (TITAN_BINARY is the built binary).
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <sys/wait.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 
 namespace {
 

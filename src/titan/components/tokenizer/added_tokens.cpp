@@ -9,8 +9,7 @@ uint64_t edge_key(int32_t node, unsigned char byte) {
 
 }  // namespace
 
-AddedTokenMatcher::AddedTokenMatcher(const std::vector<AddedToken>& tokens)
-    : token_of_node_{-1} {
+AddedTokenMatcher::AddedTokenMatcher(const std::vector<AddedToken>& tokens) : token_of_node_{-1} {
   for (const AddedToken& token : tokens) {
     if (token.content.empty()) continue;
     first_bytes_[static_cast<unsigned char>(token.content[0])] = true;
@@ -25,8 +24,7 @@ AddedTokenMatcher::AddedTokenMatcher(const std::vector<AddedToken>& tokens)
   }
 }
 
-std::pair<size_t, int32_t> AddedTokenMatcher::longest_at(std::string_view text,
-                                                         size_t pos) const {
+std::pair<size_t, int32_t> AddedTokenMatcher::longest_at(std::string_view text, size_t pos) const {
   std::pair<size_t, int32_t> best{0, -1};
   int32_t node = 0;
   for (size_t i = pos; i < text.size(); ++i) {

@@ -12,7 +12,8 @@ const std::array<int8_t, 256>& sextets() {
     std::array<int8_t, 256> t;
     t.fill(-1);
     const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    for (int i = 0; i < 64; ++i) t[static_cast<unsigned char>(alphabet[i])] = static_cast<int8_t>(i);
+    for (int i = 0; i < 64; ++i)
+      t[static_cast<unsigned char>(alphabet[i])] = static_cast<int8_t>(i);
     return t;
   }();
   return table;

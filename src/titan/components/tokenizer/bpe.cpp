@@ -14,9 +14,9 @@ constexpr size_t kMaxCachedWord = 64;
 // One symbol of the word being merged; symbols form a doubly linked list by index.
 struct Symbol {
   int32_t id;
-  int32_t prev;   // -1 at the start
-  int32_t next;   // -1 at the end
-  bool merged;    // absorbed into its left neighbour
+  int32_t prev;  // -1 at the start
+  int32_t next;  // -1 at the end
+  bool merged;   // absorbed into its left neighbour
 };
 
 // A pair (symbol `pos`, its next) that merges into `result` at `rank`.
@@ -24,9 +24,7 @@ struct Candidate {
   uint32_t rank;
   int32_t pos;
   int32_t result;
-  bool operator>(const Candidate& o) const {
-    return rank != o.rank ? rank > o.rank : pos > o.pos;
-  }
+  bool operator>(const Candidate& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
 };
 
 }  // namespace

@@ -20,8 +20,8 @@ namespace titan::components::tokenizer {
 
 /// Everything a BpeTokenizer is made of.
 struct BpeTokenizerParts {
-  std::string description;                     // describe()
-  Normalizer normalizer;                       // identity by default
+  std::string description;                      // describe()
+  Normalizer normalizer;                        // identity by default
   std::unique_ptr<PreTokenizer> pre_tokenizer;  // null: each text stretch is one piece
   std::unique_ptr<Bpe> model;
   std::vector<AddedToken> added_tokens;
@@ -48,8 +48,8 @@ class BpeTokenizer final : public Tokenizer {
   void encode_plain(std::string_view text, std::vector<int32_t>& out) const;
 
   BpeTokenizerParts parts_;
-  AddedTokenMatcher raw_matcher_;         // added tokens with normalized == false
-  AddedTokenMatcher normalized_matcher_;  // added tokens with normalized == true
+  AddedTokenMatcher raw_matcher_;                           // added tokens with normalized == false
+  AddedTokenMatcher normalized_matcher_;                    // added tokens with normalized == true
   std::unordered_map<int32_t, std::string> added_content_;  // id -> content, for decode
   int64_t vocab_size_;
 };

@@ -14,7 +14,7 @@ constexpr bool keeps_code_point(int b) {
 constexpr int kMaxCodePoint = 256 + 68;
 
 struct Alphabet {
-  std::array<std::string, 256> chars;   // byte -> UTF-8 of its character
+  std::array<std::string, 256> chars;        // byte -> UTF-8 of its character
   std::array<int16_t, kMaxCodePoint> bytes;  // code point -> byte, -1 when none
 };
 

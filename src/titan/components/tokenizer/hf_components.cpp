@@ -9,13 +9,11 @@
 namespace titan::components::tokenizer {
 namespace {
 
-void collect_forms(const json& section, const std::string& where,
-                   std::vector<UnicodeForm>& forms) {
-  static const std::map<std::string, UnicodeForm> kForms = {
-      {"NFC", UnicodeForm::kNFC},
-      {"NFD", UnicodeForm::kNFD},
-      {"NFKC", UnicodeForm::kNFKC},
-      {"NFKD", UnicodeForm::kNFKD}};
+void collect_forms(const json& section, const std::string& where, std::vector<UnicodeForm>& forms) {
+  static const std::map<std::string, UnicodeForm> kForms = {{"NFC", UnicodeForm::kNFC},
+                                                            {"NFD", UnicodeForm::kNFD},
+                                                            {"NFKC", UnicodeForm::kNFKC},
+                                                            {"NFKD", UnicodeForm::kNFKD}};
   const std::string type = string_field(section, "type", where);
   if (type == "Sequence") {
     const json& list = array_field(section, "normalizers", where);
@@ -27,8 +25,8 @@ void collect_forms(const json& section, const std::string& where,
   auto it = kForms.find(type);
   if (it == kForms.end()) {
     throw DataError(fmt::format(
-        "{}: unsupported normalizer type '{}' (supported: NFC, NFD, NFKC, NFKD, Sequence)",
-        where, type));
+        "{}: unsupported normalizer type '{}' (supported: NFC, NFD, NFKC, NFKD, Sequence)", where,
+        type));
   }
   forms.push_back(it->second);
 }
@@ -90,9 +88,9 @@ std::unique_ptr<PreTokenizer> pre_tokenizer_from_json(const json& section,
     }
     return std::make_unique<SequencePreTokenizer>(std::move(stages));
   }
-  throw DataError(fmt::format(
-      "{}: unsupported pre_tokenizer type '{}' (supported: Split, ByteLevel, Sequence)", where,
-      type));
+  throw DataError(
+      fmt::format("{}: unsupported pre_tokenizer type '{}' (supported: Split, ByteLevel, Sequence)",
+                  where, type));
 }
 
 }  // namespace titan::components::tokenizer

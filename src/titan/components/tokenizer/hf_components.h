@@ -7,9 +7,9 @@
 #include <memory>
 #include <string>
 
-#include "titan/components/tokenizer/tokenizer_files.h"
 #include "titan/components/tokenizer/normalizer.h"
 #include "titan/components/tokenizer/pretokenizer.h"
+#include "titan/components/tokenizer/tokenizer_files.h"
 
 namespace titan::components::tokenizer {
 

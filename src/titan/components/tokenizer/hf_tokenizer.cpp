@@ -3,9 +3,10 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <limits>
 
-#include "titan/components/tokenizer/byte_level.h"
 #include "titan/components/tokenizer/bpe_tokenizer.h"
+#include "titan/components/tokenizer/byte_level.h"
 #include "titan/components/tokenizer/hf_components.h"
 #include "titan/components/tokenizer/tokenizer_files.h"
 #include "titan/errors.h"
@@ -38,7 +39,8 @@ void check_model(const json& model) {
 void check_decoder(const json& doc) {
   auto decoder = doc.find("decoder");
   std::string type = "null";
-  if (decoder != doc.end() && decoder->is_object()) type = string_field(*decoder, "type", "decoder");
+  if (decoder != doc.end() && decoder->is_object())
+    type = string_field(*decoder, "type", "decoder");
   if (type != "ByteLevel") {
     throw DataError(fmt::format(
         "decoder.type: '{}' is not supported (titan reads byte-level BPE: decoder ByteLevel)",
@@ -46,17 +48,22 @@ void check_decoder(const json& doc) {
   }
 }
 
+// `value` as a token id: an integer in [0, 2^31).
+int32_t as_id(const json& value, const std::string& where) {
+  if (!value.is_number_integer() || value.get<int64_t>() < 0 ||
+      value.get<int64_t>() > std::numeric_limits<int32_t>::max()) {
+    throw DataError(
+        fmt::format("{}: the id must be an integer in [0, 2^31), got {}", where, value.dump()));
+  }
+  return static_cast<int32_t>(value.get<int64_t>());
+}
+
 Vocab vocab_from_json(const json& entries) {
   if (!entries.is_object()) throw DataError("model.vocab: expected an object (token -> id)");
   Vocab vocab;
   for (const auto& item : entries.items()) {
     const std::string& token = item.key();
-    const json& id_value = item.value();
-    if (!id_value.is_number_integer() || id_value.get<int64_t>() < 0) {
-      throw DataError(fmt::format("model.vocab['{}']: the id must be a non-negative integer",
-                                  token));
-    }
-    auto id = static_cast<int32_t>(id_value.get<int64_t>());
+    const int32_t id = as_id(item.value(), fmt::format("model.vocab['{}']", token));
     auto bytes = byte_level_to_bytes(token);
     bool added = bytes ? vocab.add(id, *bytes) : vocab.add(id, token, /*encodable=*/false);
     if (!added) {
@@ -108,18 +115,15 @@ std::vector<AddedToken> added_tokens_from_json(const json& doc) {
   for (size_t i = 0; i < list->size(); ++i) {
     const json& entry = (*list)[i];
     const std::string where = fmt::format("added_tokens[{}]", i);
-    const json& id = required_field(entry, "id", where);
-    if (!id.is_number_integer() || id.get<int64_t>() < 0) {
-      throw DataError(where + ".id: expected a non-negative integer");
-    }
+    const int32_t id = as_id(required_field(entry, "id", where), where + ".id");
     for (const char* key : {"lstrip", "rstrip", "single_word"}) {
       if (bool_field(entry, key, false, where)) {
         throw DataError(fmt::format("{}.{}: true is not supported", where, key));
       }
     }
     const bool special = bool_field(entry, "special", false, where);
-    tokens.push_back({static_cast<int32_t>(id.get<int64_t>()), string_field(entry, "content", where),
-                      special, bool_field(entry, "normalized", !special, where)});
+    tokens.push_back({id, string_field(entry, "content", where), special,
+                      bool_field(entry, "normalized", !special, where)});
   }
   return tokens;
 }
@@ -143,14 +147,18 @@ int32_t token_id(const BpeTokenizerParts& parts, const std::string& token, const
 
 // Applies the tokenizer_config.json beside the tokenizer, if there is one.
 void apply_config(const std::string& tokenizer_path, BpeTokenizerParts& parts) {
-  const auto path = (std::filesystem::path(tokenizer_path).parent_path() /
-                     "tokenizer_config.json").string();
+  const auto path =
+      (std::filesystem::path(tokenizer_path).parent_path() / "tokenizer_config.json").string();
   if (!std::filesystem::exists(path)) return;
   const json config = parse_json_file(read_text_file(path), path);
   try {
     if (!config.is_object()) throw DataError("expected a JSON object");
-    if (auto bos = config_token(config, "bos_token")) parts.bos = token_id(parts, *bos, "bos_token");
-    if (auto eos = config_token(config, "eos_token")) parts.eos = token_id(parts, *eos, "eos_token");
+    if (auto bos = config_token(config, "bos_token")) {
+      parts.bos = token_id(parts, *bos, "bos_token");
+    }
+    if (auto eos = config_token(config, "eos_token")) {
+      parts.eos = token_id(parts, *eos, "eos_token");
+    }
     parts.match_special_tokens = !bool_field(config, "split_special_tokens", false, "config");
   } catch (const DataError& e) {
     throw DataError(fmt::format("{}: {}", path, e.what()));
@@ -170,8 +178,8 @@ BpeTokenizerParts parts_from_json(const json& doc) {
   parts.model = std::make_unique<Bpe>(std::move(vocab), merges, options);
   parts.added_tokens = added_tokens_from_json(doc);
   parts.normalizer = normalizer_from_json(doc.value("normalizer", json()), "normalizer");
-  parts.pre_tokenizer = pre_tokenizer_from_json(doc.value("pre_tokenizer", json()),
-                                                "pre_tokenizer");
+  parts.pre_tokenizer =
+      pre_tokenizer_from_json(doc.value("pre_tokenizer", json()), "pre_tokenizer");
   return parts;
 }
 

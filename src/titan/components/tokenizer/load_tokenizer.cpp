@@ -38,8 +38,7 @@ std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path) {
     throw DataError(fmt::format("{}: no such tokenizer file or folder", path));
   }
   throw DataError(fmt::format(
-      "{}: unknown tokenizer format (expected a .json or .model file, a folder, or 'byte')",
-      path));
+      "{}: unknown tokenizer format (expected a .json or .model file, a folder, or 'byte')", path));
 }
 
 }  // namespace titan::components

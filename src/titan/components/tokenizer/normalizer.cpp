@@ -15,11 +15,9 @@ utf8proc_option_t options_of(UnicodeForm form) {
     case UnicodeForm::kNFD:
       return static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_DECOMPOSE);
     case UnicodeForm::kNFKC:
-      return static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE |
-                                            UTF8PROC_COMPAT);
+      return static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_COMPOSE | UTF8PROC_COMPAT);
     case UnicodeForm::kNFKD:
-      return static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_DECOMPOSE |
-                                            UTF8PROC_COMPAT);
+      return static_cast<utf8proc_option_t>(UTF8PROC_STABLE | UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT);
   }
   return UTF8PROC_STABLE;
 }
@@ -32,9 +30,9 @@ bool is_ascii(std::string_view text) {
 // `text` in `form`, or false when it is not valid UTF-8.
 bool normalize(std::string_view text, UnicodeForm form, std::string& out) {
   utf8proc_uint8_t* result = nullptr;
-  utf8proc_ssize_t n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
-                                    static_cast<utf8proc_ssize_t>(text.size()), &result,
-                                    options_of(form));
+  utf8proc_ssize_t n =
+      utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(text.data()),
+                   static_cast<utf8proc_ssize_t>(text.size()), &result, options_of(form));
   if (n < 0) return false;
   out.assign(reinterpret_cast<const char*>(result), static_cast<size_t>(n));
   std::free(result);

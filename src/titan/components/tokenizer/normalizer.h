@@ -24,8 +24,6 @@ class Normalizer {
   /// unchanged (BPE still encodes its bytes).
   std::string_view apply(std::string_view text, std::string& storage) const;
 
-  bool is_identity() const { return forms_.empty(); }
-
  private:
   std::vector<UnicodeForm> forms_;
 };

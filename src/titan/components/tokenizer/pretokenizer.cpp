@@ -46,7 +46,7 @@ void emit(std::string_view piece, const std::vector<Part>& parts, SplitBehavior 
         break;
       case SplitBehavior::kMergedWithPrevious:
         // A match closes the piece before it; anything else closes the previous piece first.
-        if (p.matched && growing && !parts[i - 1].matched) {
+        if (p.matched && growing) {
           push(open, p.end);
           growing = false;
         } else {
@@ -100,8 +100,8 @@ void SplitPreTokenizer::apply(PreTokens& tokens) const {
 
 ByteLevelPreTokenizer::ByteLevelPreTokenizer(bool add_prefix_space, bool use_regex)
     : add_prefix_space_(add_prefix_space),
-      gpt2_split_(use_regex ? std::make_unique<SplitPreTokenizer>(
-                                  kGpt2Pattern, false, SplitBehavior::kIsolated, false)
+      gpt2_split_(use_regex ? std::make_unique<SplitPreTokenizer>(kGpt2Pattern, false,
+                                                                  SplitBehavior::kIsolated, false)
                             : nullptr) {}
 
 void ByteLevelPreTokenizer::apply(PreTokens& tokens) const {

@@ -44,8 +44,7 @@ enum class SplitBehavior {
 class SplitPreTokenizer final : public PreTokenizer {
  public:
   /// Throws DataError when the pattern does not compile.
-  SplitPreTokenizer(const std::string& pattern, bool literal, SplitBehavior behavior,
-                    bool invert);
+  SplitPreTokenizer(const std::string& pattern, bool literal, SplitBehavior behavior, bool invert);
   void apply(PreTokens& tokens) const override;
 
  private:

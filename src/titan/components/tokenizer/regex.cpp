@@ -88,8 +88,8 @@ Regex::Regex(const std::string& pattern, bool literal) : code_(std::make_unique<
   int error = 0;
   PCRE2_SIZE offset = 0;
   const std::string source = literal ? pattern : with_unicode_white_space(pattern);
-  code_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(source.data()), source.size(),
-                              options, &error, &offset, nullptr);
+  code_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(source.data()), source.size(), options,
+                              &error, &offset, nullptr);
   if (code_->code == nullptr) {
     PCRE2_UCHAR message[256];
     pcre2_get_error_message(error, message, sizeof(message));

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <limits>
 
 #include "titan/components/tokenizer/base64.h"
 #include "titan/components/tokenizer/bpe_tokenizer.h"
@@ -20,12 +21,16 @@ constexpr int kNumSpecialTokens = 256;
 
 // Llama 3's special tokens in id order (TorchTitan's tiktoken tokenizer).
 std::vector<std::string> llama3_special_tokens() {
-  std::vector<std::string> names = {
-      "<|begin_of_text|>",           "<|end_of_text|>",
-      "<|reserved_special_token_0|>", "<|reserved_special_token_1|>",
-      "<|reserved_special_token_2|>", "<|reserved_special_token_3|>",
-      "<|start_header_id|>",         "<|end_header_id|>",
-      "<|reserved_special_token_4|>", "<|eot_id|>"};
+  std::vector<std::string> names = {"<|begin_of_text|>",
+                                    "<|end_of_text|>",
+                                    "<|reserved_special_token_0|>",
+                                    "<|reserved_special_token_1|>",
+                                    "<|reserved_special_token_2|>",
+                                    "<|reserved_special_token_3|>",
+                                    "<|start_header_id|>",
+                                    "<|end_header_id|>",
+                                    "<|reserved_special_token_4|>",
+                                    "<|eot_id|>"};
   for (int i = 5; names.size() < kNumSpecialTokens; ++i) {
     names.push_back(fmt::format("<|reserved_special_token_{}|>", i));
   }
@@ -98,7 +103,8 @@ std::unique_ptr<Tokenizer> load_tiktoken_tokenizer(const std::string& path) {
   const int32_t first_special = vocab.end_id();
   std::vector<std::string> specials = llama3_special_tokens();
   for (size_t i = 0; i < specials.size(); ++i) {
-    parts.added_tokens.push_back({first_special + static_cast<int32_t>(i), specials[i], true, false});
+    parts.added_tokens.push_back(
+        {first_special + static_cast<int32_t>(i), specials[i], true, false});
   }
   parts.bos = first_special;
   parts.eos = first_special + 1;

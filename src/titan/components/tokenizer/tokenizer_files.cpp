@@ -38,8 +38,7 @@ const json& required_field(const json& object, const char* key, const std::strin
 const json& array_field(const json& object, const char* key, const std::string& where) {
   const json& value = required_field(object, key, where);
   if (!value.is_array()) {
-    throw DataError(
-        fmt::format("{}.{}: expected an array, got {}", where, key, value.type_name()));
+    throw DataError(fmt::format("{}.{}: expected an array, got {}", where, key, value.type_name()));
   }
   return value;
 }

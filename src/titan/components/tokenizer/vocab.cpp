@@ -6,7 +6,7 @@ namespace titan::components::tokenizer {
 
 size_t Vocab::slot_of(std::string_view bytes) const {
   const size_t mask = table_.size() - 1;
-  size_t slot = std::hash<std::string_view>{}(bytes) & mask;
+  size_t slot = std::hash<std::string_view>{}(bytes)&mask;
   while (table_[slot] >= 0 && view(spans_[table_[slot]]) != bytes) slot = (slot + 1) & mask;
   return slot;
 }

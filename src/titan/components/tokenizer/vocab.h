@@ -44,9 +44,9 @@ class Vocab {
   size_t slot_of(std::string_view bytes) const;
   void grow_table();
 
-  std::string arena_;            // all token bytes, concatenated
-  std::vector<Span> spans_;      // by id
-  std::vector<int32_t> table_;   // open addressing (linear probing) of encodable ids, -1 = empty
+  std::string arena_;           // all token bytes, concatenated
+  std::vector<Span> spans_;     // by id
+  std::vector<int32_t> table_;  // open addressing (linear probing) of encodable ids, -1 = empty
   size_t encodable_ = 0;
   size_t count_ = 0;
 };

@@ -8,7 +8,7 @@ namespace titan::components::tokenizer {
 namespace {
 
 TEST(ByteLevel, Gpt2Alphabet) {
-  EXPECT_EQ(byte_level_char(' '), "\u0120");  // Ġ
+  EXPECT_EQ(byte_level_char(' '), "\u0120");   // Ġ
   EXPECT_EQ(byte_level_char('\n'), "\u010A");  // Ċ
   EXPECT_EQ(byte_level_char('a'), "a");
   EXPECT_EQ(byte_level_char(0xAD), "\u0143");  // the last of the 68 remapped bytes
@@ -25,10 +25,10 @@ TEST(ByteLevel, EveryByteRoundTrips) {
 }
 
 TEST(ByteLevel, CharactersOutsideTheAlphabet) {
-  EXPECT_EQ(byte_level_to_bytes(" "), std::nullopt);        // a raw space is not in it
-  EXPECT_EQ(byte_level_to_bytes("\u00AD"), std::nullopt);   // soft hyphen is remapped
-  EXPECT_EQ(byte_level_to_bytes("\uFF5C"), std::nullopt);   // fullwidth bar
-  EXPECT_EQ(byte_level_to_bytes("\xC4"), std::nullopt);     // truncated UTF-8
+  EXPECT_EQ(byte_level_to_bytes(" "), std::nullopt);       // a raw space is not in it
+  EXPECT_EQ(byte_level_to_bytes("\u00AD"), std::nullopt);  // soft hyphen is remapped
+  EXPECT_EQ(byte_level_to_bytes("\uFF5C"), std::nullopt);  // fullwidth bar
+  EXPECT_EQ(byte_level_to_bytes("\xC4"), std::nullopt);    // truncated UTF-8
 }
 
 TEST(Base64, DecodesPaddedText) {

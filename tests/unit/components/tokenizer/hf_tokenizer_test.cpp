@@ -1,10 +1,10 @@
 // The Hugging Face tokenizer.json loader against reference ids from the Rust `tokenizers`
 // crate (TITAN_SHARED_DATA/tokenizers/*/reference_ids.jsonl, see the README there).
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "titan/components/tokenizer/tokenizer.h"

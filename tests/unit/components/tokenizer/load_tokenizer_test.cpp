@@ -1,10 +1,10 @@
 // load_tokenizer: which loader a path picks, and the DataError each kind of bad input gives
 // (the message must name the file).
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <random>
 
 #include "titan/components/tokenizer/byte_level.h"

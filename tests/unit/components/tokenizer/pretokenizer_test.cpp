@@ -43,7 +43,10 @@ TEST(SplitPreTokenizer, WhiteSpaceIsUnicodeWhiteSpace) {
 
 TEST(SplitPreTokenizer, InvalidUtf8IsKeptNotMatched) {
   SplitPreTokenizer letters(R"(\p{L}+)", false, SplitBehavior::kIsolated, false);
-  EXPECT_EQ(run(letters, "ab\xFF" "cd"), (Pieces{"ab", "\xFF", "cd"}));
+  EXPECT_EQ(run(letters,
+                "ab\xFF"
+                "cd"),
+            (Pieces{"ab", "\xFF", "cd"}));
 }
 
 TEST(ByteLevelPreTokenizer, Gpt2SplitAndPrefixSpace) {
@@ -56,8 +59,8 @@ TEST(ByteLevelPreTokenizer, Gpt2SplitAndPrefixSpace) {
 
 TEST(SequencePreTokenizer, AppliesStagesInOrder) {
   std::vector<std::unique_ptr<PreTokenizer>> stages;
-  stages.push_back(std::make_unique<SplitPreTokenizer>(R"(\d)", false, SplitBehavior::kIsolated,
-                                                       false));
+  stages.push_back(
+      std::make_unique<SplitPreTokenizer>(R"(\d)", false, SplitBehavior::kIsolated, false));
   stages.push_back(std::make_unique<ByteLevelPreTokenizer>(true, false));
   EXPECT_EQ(run(SequencePreTokenizer(std::move(stages)), "ab12 c"),
             (Pieces{" ab", " 1", " 2", " c"}));

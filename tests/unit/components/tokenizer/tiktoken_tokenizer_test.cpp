@@ -53,8 +53,9 @@ TEST(TiktokenTokenizer, SpecialTokensFollowTheRanks) {
 TEST(TiktokenTokenizer, RoundTripsText) {
   for (const std::string& text : std::vector<std::string>{
            "", "Hello, world!", "  two spaces\n\nand\r\nnewlines\t", "1234567890 3.14159",
-        "naïve café, Ærøskøbing", "今天天气很好", "emoji 🍕👨‍👩‍👧 ok", "it's DON'T",
-        "<|begin_of_text|>x<|eot_id|>", std::string("\xFF\xFE invalid \xC3", 13)}) {
+           "naïve café, Ærøskøbing", "今天天气很好", "emoji 🍕👨‍👩‍👧 ok",
+           "it's DON'T", "<|begin_of_text|>x<|eot_id|>",
+           std::string("\xFF\xFE invalid \xC3", 13)}) {
     EXPECT_EQ(tok().decode(tok().encode(text)), text);
   }
 }
@@ -95,9 +96,9 @@ TEST(TiktokenTokenizer, MatchesNaiveRankMergingOnACorpus) {
     ranks[*tokenizer::base64_decode(line.substr(0, space))] = std::stoi(line.substr(space + 1));
     start = end + 1;
   }
-  const std::string text = tokenizer::read_text_file(std::string(TITAN_SHARED_DATA) +
-                                                     "/corpora/sotu.txt")
-                               .substr(0, 200000);
+  const std::string text =
+      tokenizer::read_text_file(std::string(TITAN_SHARED_DATA) + "/corpora/sotu.txt")
+          .substr(0, 200000);
   tokenizer::PreTokens pieces;
   pieces.pieces.push_back(text);
   tokenizer::SplitPreTokenizer(tokenizer::kLlama3Pattern, false,
