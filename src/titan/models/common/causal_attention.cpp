@@ -1,5 +1,6 @@
 #include "titan/models/common/causal_attention.h"
 
+#include <algorithm>
 #include <limits>
 
 namespace titan::models {
@@ -8,29 +9,32 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// Shapes inside: BK = B * Hkv batched heads, G = H / Hkv query heads per key/value head.
-// A chunk [s0, s1) of c queries of every group is flattened to G * c rows against s1 keys.
+// Shapes inside: BK = B * Hkv batched key/value heads, G = H / Hkv query heads per key/value
+// head. Work proceeds in tiles: a block of nb batched heads times a chunk [s0, s1) of c queries
+// of every group, flattened to G * c rows against the s1 keys they can see.
 
-// mask: [c, s1], true where key j lies after query s0 + i.
-torch::Tensor future_mask(int64_t s0, int64_t c, int64_t s1, torch::Device device) {
-  auto opts = torch::TensorOptions().dtype(torch::kLong).device(device);
-  auto query_pos = torch::arange(s0, s0 + c, opts).unsqueeze(1);  // query_pos: [c, 1]
-  auto key_pos = torch::arange(s1, opts).unsqueeze(0);             // key_pos: [1, s1]
-  return key_pos > query_pos;                                      // [c, s1]
+// Scores of a tile beyond this many elements are split over several head blocks: smaller
+// tiles stay in cache (measured on a 2-core AVX-512 CPU: 2-3x faster than one big tile).
+constexpr int64_t kTileElements = int64_t{1} << 20;
+
+int64_t heads_per_tile(int64_t bk, int64_t groups, int64_t chunk, int64_t seq) {
+  return std::clamp<int64_t>(kTileElements / (groups * chunk * seq), 1, bk);
 }
 
-// Masked, scaled scores of one chunk: [BK, G * c, s1].
-torch::Tensor chunk_scores(const torch::Tensor& qc, const torch::Tensor& kc, double scale,
-                           int64_t groups, int64_t s0, int64_t c) {
-  const int64_t bk = qc.size(0);
-  const int64_t s1 = kc.size(1);
-  auto scores = torch::bmm(qc, kc.transpose(1, 2)).mul_(scale);  // scores: [BK, G*c, s1]
-  scores.view({bk, groups, c, s1})
-      .masked_fill_(future_mask(s0, c, s1, qc.device()), -std::numeric_limits<double>::infinity());
+// Masked, scaled scores of a tile: [nb, G * c, s1]. Keys before s0 precede every query of the
+// chunk, so only the trailing c x c block needs the causal mask.
+torch::Tensor tile_scores(const torch::Tensor& qc, const torch::Tensor& kc, double scale,
+                          int64_t groups, int64_t s0, int64_t c) {
+  const int64_t nb = qc.size(0), s1 = kc.size(1);
+  auto scores = torch::bmm(qc, kc.transpose(1, 2)).mul_(scale);  // scores: [nb, G*c, s1]
+  auto future = torch::ones({c, c}, qc.options().dtype(torch::kBool)).triu_(1);  // [c, c]
+  scores.view({nb, groups, c, s1})
+      .narrow(3, s0, c)
+      .masked_fill_(future, -std::numeric_limits<double>::infinity());
   return scores;
 }
 
-// Rows [s0, s0 + c) of x: [BK, G, S, Dh] as [BK, G * c, Dh].
+// Rows [s0, s0 + c) of x: [nb, G, S, Dh] as [nb, G * c, Dh].
 torch::Tensor chunk_rows(const torch::Tensor& x, int64_t s0, int64_t c) {
   return x.narrow(2, s0, c).reshape({x.size(0), x.size(1) * c, x.size(3)});
 }
@@ -46,15 +50,21 @@ struct ChunkedCausalAttention : torch::autograd::Function<ChunkedCausalAttention
     auto vf = v.to(cd).reshape({BK, S, Dh});                    // vf: [BK, S, Dh]
     auto out = torch::empty({BK, G, S, Dh}, qf.options());      // out: [BK, G, S, Dh]
     auto lse = torch::empty({BK, G, S}, qf.options());          // lse: [BK, G, S]
-    for (int64_t s0 = 0; s0 < S; s0 += chunk_size) {
-      const int64_t c = std::min(chunk_size, S - s0), s1 = s0 + c;
-      auto qc = chunk_rows(qf, s0, c);                           // qc: [BK, G*c, Dh]
-      auto scores = chunk_scores(qc, kf.narrow(1, 0, s1), scale, G, s0, c);  // [BK, G*c, s1]
-      auto lse_c = torch::logsumexp(scores, -1, /*keepdim=*/true);           // lse_c: [BK, G*c, 1]
-      auto probs = scores.sub_(lse_c).exp_();                    // probs: [BK, G*c, s1]
-      auto oc = torch::bmm(probs, vf.narrow(1, 0, s1));          // oc: [BK, G*c, Dh]
-      out.narrow(2, s0, c).copy_(oc.view({BK, G, c, Dh}));
-      lse.narrow(2, s0, c).copy_(lse_c.view({BK, G, c}));
+    const int64_t hb = heads_per_tile(BK, G, std::min(chunk_size, S), S);
+    for (int64_t b0 = 0; b0 < BK; b0 += hb) {
+      const int64_t nb = std::min(hb, BK - b0);
+      for (int64_t s0 = 0; s0 < S; s0 += chunk_size) {
+        const int64_t c = std::min(chunk_size, S - s0), s1 = s0 + c;
+        auto qc = chunk_rows(qf.narrow(0, b0, nb), s0, c);                  // qc: [nb, G*c, Dh]
+        auto kc = kf.narrow(0, b0, nb).narrow(1, 0, s1);                    // kc: [nb, s1, Dh]
+        auto vc = vf.narrow(0, b0, nb).narrow(1, 0, s1);                    // vc: [nb, s1, Dh]
+        auto scores = tile_scores(qc, kc, scale, G, s0, c);                 // [nb, G*c, s1]
+        auto lse_c = torch::logsumexp(scores, -1, /*keepdim=*/true);        // lse_c: [nb, G*c, 1]
+        auto probs = scores.sub_(lse_c).exp_();                             // probs: [nb, G*c, s1]
+        out.narrow(0, b0, nb).narrow(2, s0, c)
+            .copy_(torch::bmm(probs, vc).view({nb, G, c, Dh}));             // [nb, G, c, Dh]
+        lse.narrow(0, b0, nb).narrow(2, s0, c).copy_(lse_c.view({nb, G, c}));
+      }
     }
     ctx->save_for_backward({q, k, v, out, lse});
     ctx->saved_data["scale"] = scale;
@@ -78,20 +88,27 @@ struct ChunkedCausalAttention : torch::autograd::Function<ChunkedCausalAttention
     auto dq = torch::empty({BK, G, S, Dh}, qf.options());               // dq: [BK, G, S, Dh]
     auto dk = torch::zeros({BK, S, Dh}, qf.options());                  // dk: [BK, S, Dh]
     auto dv = torch::zeros({BK, S, Dh}, qf.options());                  // dv: [BK, S, Dh]
-    for (int64_t s0 = 0; s0 < S; s0 += chunk_size) {
-      const int64_t c = std::min(chunk_size, S - s0), s1 = s0 + c;
-      auto qc = chunk_rows(qf, s0, c);                                  // qc: [BK, G*c, Dh]
-      auto kc = kf.narrow(1, 0, s1);                                    // kc: [BK, s1, Dh]
-      auto vc = vf.narrow(1, 0, s1);                                    // vc: [BK, s1, Dh]
-      auto doc = chunk_rows(dout, s0, c);                               // doc: [BK, G*c, Dh]
-      auto lse_c = lse.narrow(2, s0, c).reshape({BK, G * c, 1});        // lse_c: [BK, G*c, 1]
-      auto delta_c = delta.narrow(2, s0, c).reshape({BK, G * c, 1});    // delta_c: [BK, G*c, 1]
-      auto probs = chunk_scores(qc, kc, scale, G, s0, c).sub_(lse_c).exp_();  // [BK, G*c, s1]
-      dv.narrow(1, 0, s1).add_(torch::bmm(probs.transpose(1, 2), doc));       // += [BK, s1, Dh]
-      auto dprobs = torch::bmm(doc, vc.transpose(1, 2));                // dprobs: [BK, G*c, s1]
-      auto dscores = probs.mul_(dprobs.sub_(delta_c)).mul_(scale);      // dscores: [BK, G*c, s1]
-      dq.narrow(2, s0, c).copy_(torch::bmm(dscores, kc).view({BK, G, c, Dh}));
-      dk.narrow(1, 0, s1).add_(torch::bmm(dscores.transpose(1, 2), qc));      // += [BK, s1, Dh]
+    const int64_t hb = heads_per_tile(BK, G, std::min(chunk_size, S), S);
+    for (int64_t b0 = 0; b0 < BK; b0 += hb) {
+      const int64_t nb = std::min(hb, BK - b0);
+      for (int64_t s0 = 0; s0 < S; s0 += chunk_size) {
+        const int64_t c = std::min(chunk_size, S - s0), s1 = s0 + c;
+        auto qc = chunk_rows(qf.narrow(0, b0, nb), s0, c);                    // qc: [nb, G*c, Dh]
+        auto kc = kf.narrow(0, b0, nb).narrow(1, 0, s1);                      // kc: [nb, s1, Dh]
+        auto vc = vf.narrow(0, b0, nb).narrow(1, 0, s1);                      // vc: [nb, s1, Dh]
+        auto doc = chunk_rows(dout.narrow(0, b0, nb), s0, c);                 // doc: [nb, G*c, Dh]
+        auto lse_c = lse.narrow(0, b0, nb).narrow(2, s0, c).reshape({nb, G * c, 1});    // [nb, G*c, 1]
+        auto delta_c = delta.narrow(0, b0, nb).narrow(2, s0, c).reshape({nb, G * c, 1});  // [nb, G*c, 1]
+        auto probs = tile_scores(qc, kc, scale, G, s0, c).sub_(lse_c).exp_();  // [nb, G*c, s1]
+        dv.narrow(0, b0, nb).narrow(1, 0, s1)
+            .add_(torch::bmm(probs.transpose(1, 2), doc));                    // += [nb, s1, Dh]
+        auto dprobs = torch::bmm(doc, vc.transpose(1, 2));                    // dprobs: [nb, G*c, s1]
+        auto dscores = probs.mul_(dprobs.sub_(delta_c)).mul_(scale);          // [nb, G*c, s1]
+        dq.narrow(0, b0, nb).narrow(2, s0, c)
+            .copy_(torch::bmm(dscores, kc).view({nb, G, c, Dh}));             // [nb, G, c, Dh]
+        dk.narrow(0, b0, nb).narrow(1, 0, s1)
+            .add_(torch::bmm(dscores.transpose(1, 2), qc));                   // += [nb, s1, Dh]
+      }
     }
     return {dq.view({B, H, S, Dh}).to(q.scalar_type()),                 // [B, H, S, Dh]
             dk.view({B, Hkv, S, Dh}).to(k.scalar_type()),               // [B, Hkv, S, Dh]

@@ -1,9 +1,10 @@
-// Causal scaled-dot-product attention with grouped-query heads, computed chunk by chunk over
-// the query sequence so that no [B, H, S, S] score tensor ever exists: each chunk of C queries
-// sees only the keys up to its last position, and the backward pass recomputes the chunk's
+// Causal scaled-dot-product attention with grouped-query heads, computed tile by tile so that
+// no [B, H, S, S] score tensor ever exists: a tile is a chunk of C queries (of a block of heads)
+// against only the keys up to its last position, and the backward pass recomputes the tile's
 // probabilities from the saved log-sum-exp instead of storing them (the memory scheme of
 // FlashAttention, Dao et al. 2022, arXiv:2205.14135, with ordinary batched matmuls).
-// Peak extra memory: about 3 * B * H * C * S values in the compute dtype.
+// Saved for backward: q, k, v, the output and one log-sum-exp per query. Working memory: a few
+// tiles of at most max(2^20, G * C * S) scores (heads are blocked so a tile stays in cache).
 #pragma once
 
 #include <torch/torch.h>

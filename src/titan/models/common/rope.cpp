@@ -18,7 +18,7 @@ torch::Tensor rope_inv_freq(const RopeOptions& options) {
                                   options.theta));
   }
   const auto f64 = torch::TensorOptions().dtype(torch::kFloat64);
-  auto exponents = torch::arange(0, options.head_dim, 2, f64) / double(options.head_dim);
+  auto exponents = torch::arange(0, options.head_dim, 2, f64) / double(options.head_dim);  // [Dh/2]
   auto inv_freq = torch::pow(options.theta, -exponents);  // inv_freq: [Dh/2]
   if (!options.scaling) {
     return inv_freq;
