@@ -1,12 +1,14 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <filesystem>
 #include <iostream>
 #include <map>
 #include <optional>
 
 #include "titan/cli/commands.h"
 #include "titan/components/checkpoint/hf_folder.h"
+#include "titan/components/tokenizer/tokenizer.h"
 #include "titan/errors.h"
 #include "titan/models/common/generate.h"
 #include "titan/train/train_spec.h"
@@ -15,14 +17,19 @@ namespace titan::cli {
 namespace {
 
 constexpr const char* kUsage =
-    "Usage: titan generate --hf_assets_path DIR --prompt_ids 1,2,3 [--max_new_tokens N]\n"
-    "                      [--temperature T] [--top_k K] [--seed S] [--score]\n"
+    "Usage: titan generate --hf_assets_path DIR (--prompt_ids 1,2,3 | --prompt TEXT)\n"
+    "                      [--tokenizer PATH] [--max_new_tokens N] [--temperature T]\n"
+    "                      [--top_k K] [--seed S] [--score]\n"
     "  Loads a Hugging Face folder (config.json + safetensors; the family comes from\n"
     "  config.json's model_type) and prints `ids: ...`, the generated ids (temperature 0 =\n"
-    "  greedy). With --score, prints `loss: X`, the mean next-token cross-entropy of the prompt.\n";
+    "  greedy), and `text: ...` when a tokenizer is available (--tokenizer, or a tokenizer.json /\n"
+    "  tokenizer.model in DIR). --prompt encodes TEXT with BOS prepended when the tokenizer has\n"
+    "  one. With --score, prints `loss: X`, the mean next-token cross-entropy of the prompt.\n";
 
 struct GenerateArgs {
   std::string hf_assets_path;
+  std::string tokenizer_path;
+  std::optional<std::string> prompt_text;
   std::vector<int64_t> prompt_ids;
   bool score = false;
   models::GenerateOptions options;
@@ -63,7 +70,7 @@ std::vector<int64_t> parse_ids(const std::string& text) {
 }
 
 GenerateArgs parse(const Args& args) {
-  static const std::vector<std::string> valued = {"hf_assets_path", "prompt_ids", "prompt",
+  static const std::vector<std::string> valued = {"hf_assets_path", "prompt_ids", "prompt", "tokenizer",
                                                   "max_new_tokens", "temperature", "top_k", "seed"};
   GenerateArgs out;
   bool have_ids = false;
@@ -98,8 +105,9 @@ GenerateArgs parse(const Args& args) {
       out.prompt_ids = parse_ids(*value);
       have_ids = true;
     } else if (key == "prompt") {
-      throw ConfigError("generate: --prompt needs a tokenizer, which this build does not have "
-                        "yet; pass token ids with --prompt_ids");
+      out.prompt_text = *value;
+    } else if (key == "tokenizer") {
+      out.tokenizer_path = *value;
     } else if (key == "max_new_tokens") {
       out.options.max_new_tokens = parse_int(key, *value);
     } else if (key == "temperature") {
@@ -113,10 +121,31 @@ GenerateArgs parse(const Args& args) {
   if (out.hf_assets_path.empty()) {
     throw ConfigError(fmt::format("generate: --hf_assets_path is required\n{}", kUsage));
   }
-  if (!have_ids) {
-    throw ConfigError(fmt::format("generate: --prompt_ids is required\n{}", kUsage));
+  if (have_ids == out.prompt_text.has_value()) {
+    throw ConfigError(fmt::format("generate: give exactly one of --prompt_ids and --prompt\n{}",
+                                  kUsage));
   }
   return out;
+}
+
+// The tokenizer named by --tokenizer, else one found in the model folder, else none.
+std::unique_ptr<components::Tokenizer> find_tokenizer(const GenerateArgs& ga) {
+  if (!ga.tokenizer_path.empty()) return components::load_tokenizer(ga.tokenizer_path);
+  namespace fs = std::filesystem;
+  for (const char* name : {"tokenizer.json", "tokenizer.model"}) {
+    if (fs::exists(fs::path(ga.hf_assets_path) / name)) {
+      return components::load_tokenizer(ga.hf_assets_path);
+    }
+  }
+  return nullptr;
+}
+
+std::vector<int64_t> encode_prompt(const components::Tokenizer& tokenizer,
+                                   const std::string& text) {
+  std::vector<int64_t> ids;
+  if (auto bos = tokenizer.bos_id()) ids.push_back(*bos);
+  for (int32_t id : tokenizer.encode(text)) ids.push_back(id);
+  return ids;
 }
 
 }  // namespace
@@ -126,7 +155,15 @@ int generate_command(const Args& args) {
     std::cout << kUsage;
     return 0;
   }
-  const GenerateArgs ga = parse(args);
+  GenerateArgs ga = parse(args);
+  auto tokenizer = find_tokenizer(ga);
+  if (ga.prompt_text) {
+    if (!tokenizer) {
+      throw ConfigError("generate: --prompt needs a tokenizer: pass --tokenizer PATH or use a "
+                        "model folder holding tokenizer.json / tokenizer.model");
+    }
+    ga.prompt_ids = encode_prompt(*tokenizer, *ga.prompt_text);
+  }
   auto folder = components::load_hf_folder(ga.hf_assets_path);
   const auto model_type = folder.config.value("model_type", std::string());
   const auto& spec = train::train_spec_for_hf_model_type(model_type);
@@ -139,6 +176,10 @@ int generate_command(const Args& args) {
   }
   const auto ids = models::generate(*model, ga.prompt_ids, ga.options);
   std::cout << fmt::format("ids: {}\n", fmt::join(ids, " "));
+  if (tokenizer) {
+    std::vector<int32_t> ids32(ids.begin(), ids.end());
+    std::cout << "text: " << tokenizer->decode(ids32) << "\n";
+  }
   return 0;
 }
 

@@ -54,6 +54,17 @@ TEST(GenerateCommand, ScoreOfStories260K) {
   EXPECT_NEAR(std::stod(r.out.substr(6)), expected()["prompt"]["mean_loss"].get<double>(), 1e-6);
 }
 
+TEST(GenerateCommand, TextPromptIsEncodedWithBos) {
+  // The byte tokenizer: BOS = 256, 'H' = 72, 'i' = 105 (all inside stories260K's 512 ids).
+  auto text = run("--hf_assets_path " + kStories + " --tokenizer byte --prompt Hi --score");
+  auto ids = run("--hf_assets_path " + kStories + " --prompt_ids 256,72,105 --score");
+  ASSERT_EQ(text.status, 0) << text.out;
+  EXPECT_EQ(text.out, ids.out);
+  auto no_tokenizer = run("--hf_assets_path " + kStories + " --prompt Hi");
+  EXPECT_EQ(no_tokenizer.status, 2) << no_tokenizer.out;
+  EXPECT_NE(no_tokenizer.out.find("--tokenizer"), std::string::npos) << no_tokenizer.out;
+}
+
 TEST(GenerateCommand, SamplingIsSeeded) {
   const std::string args = "--hf_assets_path " + kStories +
                            " --prompt_ids 1 --max_new_tokens 10 --temperature 1.0 --top_k 5";
