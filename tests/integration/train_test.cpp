@@ -5,34 +5,14 @@
 
 #include <cmath>
 #include <fstream>
-#include <nlohmann/json.hpp>
 
-#include "support/process.h"
+#include "support/training.h"
 
 namespace titan {
 namespace {
 
-using testing::run_command;
-
-std::string shakespeare() { return std::string(TITAN_SHARED_DATA) + "/corpora/tinyshakespeare.txt"; }
-
-struct RunResult {
-  testing::CommandResult command;
-  std::vector<nlohmann::json> records;  // metrics.jsonl
-  std::filesystem::path dump;
-};
-
-RunResult train(const std::string& env, const std::string& args) {
-  RunResult r;
-  r.dump = testing::make_temp_dir("titan_train");
-  r.command = run_command(env + " " + testing::titan_binary() + " launch " + args +
-                          " --training.dataset_path " + shakespeare() +
-                          " --metrics.log_freq 1 --job.dump_folder " + r.dump.string());
-  std::ifstream in(r.dump / "metrics.jsonl");
-  std::string line;
-  while (std::getline(in, line)) r.records.push_back(nlohmann::json::parse(line));
-  return r;
-}
+using testing::train;
+using RunResult = testing::TrainRun;
 
 void expect_learns(const RunResult& r, int steps) {
   ASSERT_EQ(r.command.exit_code, 0) << r.command.output;

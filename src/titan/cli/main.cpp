@@ -5,6 +5,7 @@
 #include <map>
 
 #include "titan/cli/commands.h"
+#include "titan/distributed/launcher.h"
 #include "titan/errors.h"
 #include "titan/platform/blas.h"
 
@@ -55,6 +56,9 @@ int main(int argc, char** argv) {
   } catch (const ConfigError& e) {
     std::cerr << "config error: " << e.what() << "\n";
     return 2;
+  } catch (const CommError& e) {
+    std::cerr << "error: " << e.what() << "\n";
+    return distributed::kPeerFailedExitCode;
   } catch (const std::exception& e) {
     std::cerr << "error: " << e.what() << "\n";
     return 1;

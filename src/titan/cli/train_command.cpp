@@ -5,6 +5,7 @@
 
 #include "titan/cli/commands.h"
 #include "titan/config/resolve.h"
+#include "titan/distributed/launcher.h"
 #include "titan/distributed/process_group.h"
 #include "titan/errors.h"
 #include "titan/platform/logging.h"
@@ -45,6 +46,9 @@ int train_command(const Args& args) {
   } catch (const ConfigError& e) {
     log::error("config error: {}", e.what());
     return 2;
+  } catch (const CommError& e) {
+    log::error("rank {} stopped: {}", world.rank, e.what());
+    return distributed::kPeerFailedExitCode;
   } catch (const std::exception& e) {
     log::error("rank {} failed: {}", world.rank, e.what());
     return 1;

@@ -185,19 +185,37 @@ int launch(const LaunchOptions& o) {
     }
     auto it = std::find(pids.begin(), pids.end(), done);
     if (it == pids.end()) continue;
-    int local = static_cast<int>(it - pids.begin());
     *it = -1;
     --running;
     int code = exit_code_of(status);
-    if (code != 0) {
-      int rank = o.node_rank * o.nproc_per_node + local;
-      stop_all(pids);
-      std::string log = fmt::format("{}/logs/rank_{}.log", o.dump_folder, rank);
-      std::cerr << fmt::format("titan launch: rank {} (local rank {}, pid {}) exited with code "
-                               "{}; stopped the other workers. Last lines of {}:\n{}",
-                               rank, local, done, code, log, tail_lines(log, 20));
-      return code;
+    if (code == 0) continue;
+    // Ranks that lost a peer fail too (exit code 3): wait a moment, then blame a rank that
+    // failed on its own if there is one.
+    std::vector<std::pair<int, int>> failed = {{static_cast<int>(it - pids.begin()), code}};
+    auto grace = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
+    while (std::chrono::steady_clock::now() < grace) {
+      pid_t more = waitpid(-1, &status, WNOHANG);
+      auto m = std::find(pids.begin(), pids.end(), more);
+      if (more > 0 && m != pids.end()) {
+        *m = -1;
+        if (exit_code_of(status) != 0) {
+          failed.emplace_back(static_cast<int>(m - pids.begin()), exit_code_of(status));
+        }
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      }
     }
+    auto primary = std::find_if(failed.begin(), failed.end(),
+                                [](const auto& f) { return f.second != kPeerFailedExitCode; });
+    if (primary == failed.end()) primary = failed.begin();
+    stop_all(pids);
+    int local = primary->first;
+    int rank = o.node_rank * o.nproc_per_node + local;
+    std::string log = fmt::format("{}/logs/rank_{}.log", o.dump_folder, rank);
+    std::cerr << fmt::format("titan launch: rank {} (local rank {}) exited with code {}; "
+                             "stopped the other workers. Last lines of {}:\n{}",
+                             rank, local, primary->second, log, tail_lines(log, 20));
+    return primary->second;
   }
   return 0;
 }

@@ -8,6 +8,10 @@
 
 namespace titan::distributed {
 
+/// Exit code of a worker that stopped because a collective failed (a peer died or a timeout):
+/// a consequence of another rank's failure, which the launcher reports instead when it can.
+constexpr int kPeerFailedExitCode = 3;
+
 struct LaunchOptions {
   int nproc_per_node = 2;  // NGPU
   int nnodes = 1;          // NNODES

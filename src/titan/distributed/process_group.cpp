@@ -41,9 +41,17 @@ bool needs_fp32(const torch::Tensor& t) {
   return t.scalar_type() == torch::kBFloat16 || t.scalar_type() == torch::kHalf;
 }
 
-// Gloo cannot move bfloat16/half either: move the same bytes as int16.
+// Gloo cannot move bfloat16/half (nor int16) either: move the same bytes as uint8.
+// t: contiguous -> [numel * element_size] uint8, or t itself when Gloo takes its dtype.
 torch::Tensor as_movable(const torch::Tensor& t) {
-  return needs_fp32(t) ? t.view(torch::kInt16) : t;
+  return needs_fp32(t) ? t.reshape({-1}).view(torch::kByte) : t;
+}
+
+std::string message_of(const std::exception& e) {
+  if (auto* c10_error = dynamic_cast<const c10::Error*>(&e)) {
+    return c10_error->what_without_backtrace();
+  }
+  return e.what();
 }
 
 }  // namespace
@@ -81,7 +89,8 @@ void ProcessGroup::wait(const c10::intrusive_ptr<c10d::Work>& work, const std::s
   } catch (const std::exception& e) {
     throw CommError(fmt::format("rank {}: {} on group '{}' ({} ranks) failed or timed out "
                                 "(comm.train_timeout_seconds = {}): {}",
-                                global_rank_, what, name_, size(), timeout_.count(), e.what()));
+                                global_rank_, what, name_, size(), timeout_.count(),
+                                message_of(e)));
   }
 }
 
@@ -102,7 +111,7 @@ void ProcessGroup::broadcast_(torch::Tensor& t, int root, const std::string& wha
   c10d::BroadcastOptions opts;
   opts.rootRank = root;
   wait(backend_->broadcast(tensors, opts), what);
-  if (!t.is_contiguous()) t.copy_(buf.view(t.scalar_type()));
+  if (!buf.is_same(t)) t.copy_(buf.view(t.scalar_type()).view(t.sizes()));
 }
 
 torch::Tensor ProcessGroup::all_gather(const torch::Tensor& t, const std::string& what) {
@@ -112,7 +121,22 @@ torch::Tensor ProcessGroup::all_gather(const torch::Tensor& t, const std::string
   std::vector<std::vector<torch::Tensor>> outputs(1);
   for (int i = 0; i < size(); ++i) outputs[0].push_back(torch::empty_like(in));
   wait(backend_->allgather(outputs, inputs), what);
-  return torch::cat(outputs[0], 0).view(t.scalar_type());
+  auto shape = t.sizes().vec();
+  if (shape.empty()) shape.push_back(1);
+  shape[0] *= size();
+  return torch::cat(outputs[0], 0).view(t.scalar_type()).view(shape);
+}
+
+torch::Tensor ProcessGroup::reduce_scatter(const torch::Tensor& t, const std::string& what) {
+  TORCH_CHECK(t.dim() == 1 && t.numel() % size() == 0, "reduce_scatter of ", what,
+              ": expected a flat tensor divisible by ", size(), ", got ", t.sizes());
+  if (!backend_) return t.clone();
+  torch::Tensor in = t.contiguous();
+  torch::Tensor out = torch::empty_like(in);
+  std::vector<int64_t> equal_splits;
+  c10d::AllToAllOptions opts;
+  wait(backend_->alltoall_base(out, in, equal_splits, equal_splits, opts), what);
+  return out.view({size(), -1}).sum(0);  // [n]: chunk j of every rank, summed
 }
 
 void ProcessGroup::barrier(const std::string& what) {

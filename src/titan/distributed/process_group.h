@@ -56,6 +56,10 @@ class ProcessGroup {
   /// Concatenation over dim 0 of every rank's `t` (same shape on all ranks):
   /// [n, ...] -> [size * n, ...].
   torch::Tensor all_gather(const torch::Tensor& t, const std::string& what);
+  /// Sum over ranks of `t`, scattered: `t` is [size * n] (float32/float64, contiguous); the
+  /// result is this rank's [n] chunk of the sum. Gloo 1.13 has no reduce-scatter, so it is an
+  /// all-to-all (the same bytes on the wire) and a local sum (DESIGN.md section 3).
+  torch::Tensor reduce_scatter(const torch::Tensor& t, const std::string& what);
   /// Blocks until every member arrives.
   void barrier(const std::string& what);
 

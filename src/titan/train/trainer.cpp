@@ -10,6 +10,7 @@
 #include "titan/components/loss.h"
 #include "titan/components/manifest.h"
 #include "titan/config/resolve.h"
+#include "titan/distributed/activation_checkpoint.h"
 #include "titan/errors.h"
 #include "titan/platform/blas.h"
 #include "titan/platform/logging.h"
@@ -63,7 +64,7 @@ Trainer::Trainer(config::JobConfig job, distributed::WorldInfo world) : job_(std
   bool writes_metrics = world_->info().rank == 0;
   metrics_ = std::make_unique<components::MetricsLogger>(
       writes_metrics ? job_.job.dump_folder + "/metrics.jsonl" : "");
-  peak_flops_ = platform::measure_gemm_flops(torch::kFloat);
+  peak_flops_ = platform::measure_gemm_flops(compute_dtype_);
   log_header();
   if (writes_metrics) write_manifest();
 }
@@ -76,14 +77,25 @@ void Trainer::setup_parallelism(const distributed::WorldInfo& world) {
   distributed::CommTimeouts timeouts{std::chrono::seconds(job_.comm.init_timeout_seconds),
                                      std::chrono::seconds(job_.comm.train_timeout_seconds)};
   world_ = distributed::World::join(world, timeouts);
-  dp_group_ = world_->global();
-  log::info("Parallel layout: {}; data parallelism over {} ranks (gradients all-reduced)",
-            dims_.describe(), dims_.dp());
-  if (dims_.dp_shard > 1) {
-    log::warn("parallelism.data_parallel_shard_degree = {} is trained as replicated data "
-              "parallelism until FSDP lands: same losses, unsharded memory",
-              dims_.dp_shard);
+  using distributed::MeshDim;
+  dp_group_ = mesh_group({MeshDim::DpReplicate, MeshDim::DpShard}, "dp");
+  shard_group_ = mesh_group({MeshDim::DpShard, MeshDim::CP}, "dp_shard_cp");
+  replicate_group_ = mesh_group({MeshDim::DpReplicate}, "dp_replicate");
+  log::info("Parallel layout: {}; FSDP shards over {} ranks, {} replica(s)", dims_.describe(),
+            shard_group_->size(), replicate_group_->size());
+}
+
+std::shared_ptr<distributed::ProcessGroup> Trainer::mesh_group(
+    const std::vector<distributed::MeshDim>& dims, const std::string& name) {
+  // Every rank creates every group in the same order; each keeps the one it belongs to.
+  std::shared_ptr<distributed::ProcessGroup> mine;
+  for (int r = 0; r < dims_.world_size; ++r) {
+    auto ranks = dims_.group_ranks(r, dims);
+    if (ranks.front() != r) continue;
+    auto group = world_->new_group(ranks, name);
+    if (group) mine = group;
   }
+  return mine;
 }
 
 void Trainer::setup_model() {
@@ -91,13 +103,21 @@ void Trainer::setup_model() {
   model_ = spec_->build(job_.model.flavor);
   uint64_t seed = static_cast<uint64_t>(job_.training.seed.value_or(0));
   model_->init_weights(seed);
-  if (job_.activation_checkpoint.mode != "none") {
-    log::warn("activation_checkpoint.mode = '{}' is not applied by this build: activations are "
-              "kept (same losses, more memory)",
-              job_.activation_checkpoint.mode);
-  }
-  for (auto& p : model_->parameters()) params_.push_back(p);
   flops_per_token_ = model_->flops_per_token(job_.training.seq_len);
+  // TorchTitan's parallelize order: activation checkpointing, then FSDP.
+  distributed::apply_activation_checkpointing(*model_, job_.activation_checkpoint);
+  distributed::FsdpOptions fsdp;
+  // As in TorchTitan, mixed precision applies when parameters are sharded.
+  if (dims_.fsdp_enabled() && job_.training.mixed_precision_param == "bfloat16") {
+    fsdp.param_dtype = torch::kBFloat16;
+  }
+  fsdp.reshard_after_forward = job_.parallelism.fsdp_reshard_after_forward != "never";
+  fsdp_ = distributed::Fsdp::apply(*model_, shard_group_, replicate_group_, fsdp);
+  params_ = fsdp_->parameters();
+  compute_dtype_ = fsdp.param_dtype;
+  log::info("Compute dtype {}, gradient reduction float32, activation checkpointing '{}'",
+            compute_dtype_ == torch::kBFloat16 ? "bfloat16" : "float32",
+            job_.activation_checkpoint.mode);
 }
 
 void Trainer::setup_data() {
@@ -129,9 +149,10 @@ void Trainer::log_header() {
   log::info("Model {} {}: {} parameters, {} FLOPs per token at seq_len {}", job_.model.name,
             job_.model.flavor, components::with_commas(model_->num_params()),
             components::with_commas(flops_per_token_), job_.training.seq_len);
-  log::info("Peak FLOPS used for computing MFU: {:.3e} (fp32 GEMM measured at start on {} "
+  log::info("Peak FLOPS used for computing MFU: {:.3e} ({} GEMM measured at start on {} "
             "threads; BLAS kernels {})",
-            peak_flops_, torch::get_num_threads(), blas.core.empty() ? "?" : blas.core);
+            peak_flops_, compute_dtype_ == torch::kBFloat16 ? "bf16" : "fp32",
+            torch::get_num_threads(), blas.core.empty() ? "?" : blas.core);
   log::info("Tokenizer {}; {}", tokenizer_->describe(), data_->describe());
 }
 
@@ -154,30 +175,9 @@ void Trainer::write_manifest() {
   components::write_manifest(job_.job.dump_folder + "/run_manifest.json", manifest);
 }
 
-void Trainer::sync_gradients() {
-  if (dp_group_->size() == 1) return;
-  std::vector<torch::Tensor> grads;
-  for (auto& p : params_) {
-    if (!p.grad().defined()) p.mutable_grad() = torch::zeros_like(p);
-    grads.push_back(p.grad().reshape(-1));
-  }
-  auto flat = torch::cat(grads);
-  dp_group_->all_reduce_(flat, distributed::ReduceOp::Sum, "gradient all-reduce");
-  int64_t offset = 0;
-  for (auto& p : params_) {
-    int64_t n = p.numel();
-    p.mutable_grad().copy_(flat.narrow(0, offset, n).view_as(p));
-    offset += n;
-  }
-}
-
 double Trainer::clip_gradients() {
   torch::NoGradGuard no_grad;
-  auto total = torch::zeros({}, torch::kDouble);
-  for (auto& p : params_) {
-    if (p.grad().defined()) total += p.grad().to(torch::kDouble).pow(2).sum();
-  }
-  double norm = std::sqrt(total.item<double>());
+  double norm = fsdp_->grad_norm();
   double max_norm = job_.training.max_norm;
   if (max_norm > 0 && norm > max_norm) {
     double scale = max_norm / (norm + 1e-6);
@@ -204,7 +204,6 @@ Trainer::StepResult Trainer::train_step(int64_t step) {
     loss.backward();
     local_loss += loss.item<double>();
   }
-  sync_gradients();
   r.grad_norm = clip_gradients();
   optimizer_->step(scheduler_->lr_at(step));
   auto loss_t = torch::tensor({local_loss}, torch::kDouble);

@@ -12,6 +12,7 @@
 #include "titan/components/optimizer.h"
 #include "titan/components/tokenizer/tokenizer.h"
 #include "titan/config/job_config.h"
+#include "titan/distributed/fsdp.h"
 #include "titan/distributed/parallel_dims.h"
 #include "titan/distributed/process_group.h"
 #include "titan/models/common/causal_lm.h"
@@ -45,14 +46,18 @@ class Trainer {
   void setup_data();
   void log_header();
   StepResult train_step(int64_t step);
-  void sync_gradients();
   double clip_gradients();
+  std::shared_ptr<distributed::ProcessGroup> mesh_group(const std::vector<distributed::MeshDim>& dims,
+                                                        const std::string& name);
   void write_manifest();
 
   config::JobConfig job_;
   std::shared_ptr<distributed::World> world_;
   distributed::ParallelDims dims_;
-  std::shared_ptr<distributed::ProcessGroup> dp_group_;
+  std::shared_ptr<distributed::ProcessGroup> dp_group_;       // dp_replicate x dp_shard
+  std::shared_ptr<distributed::ProcessGroup> shard_group_;    // dp_shard x cp (FSDP)
+  std::shared_ptr<distributed::ProcessGroup> replicate_group_;  // dp_replicate (HSDP)
+  std::shared_ptr<distributed::Fsdp> fsdp_;
   const TrainSpec* spec_ = nullptr;
   std::shared_ptr<models::CausalLM> model_;
   std::vector<torch::Tensor> params_;
@@ -63,6 +68,7 @@ class Trainer {
   std::unique_ptr<components::MetricsLogger> metrics_;
   int64_t flops_per_token_ = 0;
   double peak_flops_ = 0;
+  torch::ScalarType compute_dtype_ = torch::kFloat;
   int64_t global_tokens_per_step_ = 0;
   int64_t local_tokens_per_step_ = 0;
 };

@@ -21,4 +21,22 @@ int64_t CausalLM::flops_per_token(int64_t seq_len) {
          12 * s.n_layers * s.n_heads * s.head_dim * seq_len;
 }
 
+torch::Tensor CausalLM::forward(const torch::Tensor& tokens) {
+  return run_wrapped(model_wrappers_, -1, tokens,
+                     [this](const torch::Tensor& t) { return forward_impl(t); });
+}
+
+torch::Tensor CausalLM::run_block(int64_t layer, const torch::Tensor& x, const TensorFn& block) {
+  return run_wrapped(block_wrappers_, layer, x, block);
+}
+
+torch::Tensor CausalLM::run_wrapped(const std::vector<Wrapper>& wrappers, int64_t layer,
+                                    const torch::Tensor& x, const TensorFn& inner) {
+  TensorFn fn = inner;
+  for (const auto& w : wrappers) {
+    fn = [w, layer, fn](const torch::Tensor& input) { return w(layer, input, fn); };
+  }
+  return fn(x);
+}
+
 }  // namespace titan::models

@@ -7,19 +7,21 @@
 
 #include <cstdint>
 
+#include "titan/models/common/weight_module.h"
+
 namespace titan::models {
 
-class LinearImpl : public torch::nn::Module {
+class LinearImpl : public WeightModule {
  public:
   /// weight: [out_features, in_features], dtype/device from `options`, uninitialised.
-  LinearImpl(int64_t in_features, int64_t out_features, const torch::TensorOptions& options)
-      : weight(register_parameter("weight",
-                                  torch::empty({out_features, in_features}, options))) {}
+  LinearImpl(int64_t in_features, int64_t out_features, const torch::TensorOptions& options) {
+    weight = register_parameter("weight",
+                                  torch::empty({out_features, in_features}, options));
+  }
 
   /// x: [..., in_features] -> [..., out_features] (same dtype as the weight).
   torch::Tensor forward(const torch::Tensor& x) { return torch::linear(x, weight); }
 
-  torch::Tensor weight;
 };
 TORCH_MODULE(Linear);
 

@@ -3,7 +3,9 @@
 namespace titan::models {
 
 RMSNormImpl::RMSNormImpl(int64_t dim, double eps, const torch::TensorOptions& options)
-    : weight(register_parameter("weight", torch::ones({dim}, options))), eps(eps) {}
+    : eps(eps) {
+  weight = register_parameter("weight", torch::ones({dim}, options));
+}
 
 torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
   const auto compute = x.scalar_type() == torch::kFloat64 ? torch::kFloat64 : torch::kFloat32;

@@ -6,9 +6,11 @@
 
 #include <cstdint>
 
+#include "titan/models/common/weight_module.h"
+
 namespace titan::models {
 
-class RMSNormImpl : public torch::nn::Module {
+class RMSNormImpl : public WeightModule {
  public:
   /// weight: [dim], dtype/device from `options`, set to ones (TorchTitan's reset_parameters).
   RMSNormImpl(int64_t dim, double eps, const torch::TensorOptions& options);
@@ -20,7 +22,6 @@ class RMSNormImpl : public torch::nn::Module {
   /// Sets the weight to ones.
   void reset_parameters();
 
-  torch::Tensor weight;
   double eps;
 };
 TORCH_MODULE(RMSNorm);

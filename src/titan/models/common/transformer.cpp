@@ -51,12 +51,17 @@ Transformer::Transformer(const TransformerArgs& args, const torch::TensorOptions
   }
 }
 
-torch::Tensor Transformer::forward(const torch::Tensor& tokens) {
+torch::Tensor Transformer::forward_impl(const torch::Tensor& tokens) {
   auto h = tok_embeddings(tokens);  // h: [B, S, dim]
   const auto rope_dtype = h.scalar_type() == torch::kFloat64 ? torch::kFloat64 : torch::kFloat32;
-  auto [cos, sin] = rope_cos_sin(inv_freq_, tokens.size(1), rope_dtype, h.device());  // [S, Dh]
-  for (const auto& layer : *layers) {
-    h = layer->as<TransformerBlockImpl>()->forward(h, cos, sin);  // h: [B, S, dim]
+  torch::Tensor cos, sin;  // [S, Dh] each
+  std::tie(cos, sin) = rope_cos_sin(inv_freq_, tokens.size(1), rope_dtype, h.device());
+  for (size_t i = 0; i < layers->size(); ++i) {
+    auto* block = layers[i]->as<TransformerBlockImpl>();
+    // Captured by value: activation checkpointing calls the block again during backward.
+    h = run_block(static_cast<int64_t>(i), h, [block, cos, sin](const torch::Tensor& x) {
+      return block->forward(x, cos, sin);  // [B, S, dim]
+    });
   }
   h = norm(h);  // h: [B, S, dim]
   return output ? output(h) : torch::linear(h, tok_embeddings->weight);  // [B, S, vocab]

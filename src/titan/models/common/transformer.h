@@ -27,7 +27,7 @@ class Transformer : public CausalLM {
                        const torch::TensorOptions& options = torch::TensorOptions());
 
   /// tokens: [B, S] int64 -> logits [B, S, vocab] in the parameters' dtype. Positions 0..S-1.
-  torch::Tensor forward(const torch::Tensor& tokens) override;
+  torch::Tensor forward_impl(const torch::Tensor& tokens) override;
   /// TorchTitan's init_weights: tok_embeddings ~ N(0, 1); each block as
   /// TransformerBlock::init_weights; norm to ones; output ~ trunc_normal(0, dim^-0.5) cut at
   /// +-3 std. When tied, the shared matrix gets the output rule (TorchTitan initialises the

@@ -1,0 +1,24 @@
+// Activation checkpointing of transformer blocks (Chen et al. 2016, "Training Deep Nets with
+// Sublinear Memory Cost"; TorchTitan's apply_ac): a checkpointed block keeps only its input in
+// forward and runs again in backward to rebuild its activations. Gradients are identical to
+// training without it (the same ops run on the same values).
+#pragma once
+
+#include "titan/config/job_config.h"
+#include "titan/models/common/causal_lm.h"
+
+namespace titan::distributed {
+
+/// True when block `layer` (0-based) is checkpointed under `ac`: every block for mode "full",
+/// every N-th block (layers N-1, 2N-1, ...) for mode "selective" with selective_ac_option N,
+/// none for "none".
+bool is_checkpointed(const config::ActivationCheckpointSection& ac, int64_t layer);
+
+/// Installs checkpointing around `model`'s blocks per `ac`. Call before FSDP (TorchTitan's
+/// order), so that the weights a block used in forward (FSDP's gathered ones) are the ones it
+/// recomputes with. Throws ConfigError for selective_ac_option = "op", which this build does
+/// not implement.
+void apply_activation_checkpointing(models::CausalLM& model,
+                                    const config::ActivationCheckpointSection& ac);
+
+}  // namespace titan::distributed

@@ -1,0 +1,261 @@
+#include "titan/distributed/fsdp.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+namespace titan::distributed {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+int64_t row_numel(const std::vector<int64_t>& shape) {
+  int64_t n = 1;
+  for (size_t d = 1; d < shape.size(); ++d) n *= shape[d];
+  return n;
+}
+
+std::vector<int64_t> with_rows(std::vector<int64_t> shape, int64_t rows) {
+  if (shape.empty()) return {rows};
+  shape[0] = rows;
+  return shape;
+}
+
+// all-gather forward, reduce-scatter backward, over one unit's parameters.
+struct AllGatherFn : public torch::autograd::Function<AllGatherFn> {
+  static variable_list forward(AutogradContext* ctx, at::TensorList shards, int64_t unit) {
+    ctx->saved_data["unit"] = unit;
+    return reinterpret_cast<FsdpUnit*>(unit)->all_gather_full(shards.vec());
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    auto* unit = reinterpret_cast<FsdpUnit*>(ctx->saved_data["unit"].toInt());
+    auto out = unit->reduce_scatter_grads(grads);
+    out.emplace_back();  // no gradient for the unit pointer
+    return out;
+  }
+};
+
+void free_storage(const torch::Tensor& t) {
+  auto* impl = t.storage().unsafeGetStorageImpl();
+  impl->set_data_ptr_noswap(at::DataPtr(nullptr, t.device()));
+  impl->set_nbytes(0);
+}
+
+void refill_storage(const torch::Tensor& t, const torch::Tensor& values) {
+  auto* impl = t.storage().unsafeGetStorageImpl();
+  size_t nbytes = values.numel() * values.element_size();
+  impl->set_data_ptr_noswap(impl->allocator()->allocate(nbytes));
+  impl->set_nbytes(nbytes);
+  // A fresh alias of the storage, so the copy does not bump the version of the tensors that
+  // autograd saved.
+  auto alias = torch::empty({0}, values.options()).set_(t.storage(), 0, values.sizes());
+  alias.copy_(values);
+}
+
+}  // namespace
+
+FsdpUnit::FsdpUnit(std::vector<FsdpParam> params, std::shared_ptr<ProcessGroup> shard_group,
+                   std::shared_ptr<ProcessGroup> replicate_group, FsdpOptions options,
+                   std::string name)
+    : params_(std::move(params)),
+      shard_group_(std::move(shard_group)),
+      replicate_group_(std::move(replicate_group)),
+      options_(options),
+      name_(std::move(name)) {}
+
+std::vector<torch::Tensor> FsdpUnit::all_gather_full(const std::vector<torch::Tensor>& shards) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> flat_parts;
+  for (const auto& s : shards) flat_parts.push_back(s.reshape(-1).to(options_.param_dtype));
+  auto gathered = shard_group_->all_gather(torch::cat(flat_parts),
+                                           "FSDP all-gather of " + name_);  // [size * n]
+  int64_t size = shard_group_->size();
+  auto per_rank = gathered.view({size, -1});  // [size, n]
+  std::vector<torch::Tensor> full;
+  int64_t offset = 0;
+  for (const auto& p : params_) {
+    int64_t len = p.shard_rows * row_numel(p.full_shape);
+    auto padded = torch::empty(with_rows(p.full_shape, p.shard_rows * size),
+                               per_rank.options());  // [size * shard_rows, ...]
+    padded.view({size, len}).copy_(per_rank.narrow(1, offset, len));
+    full.push_back(padded);
+    offset += len;
+  }
+  return full;
+}
+
+std::vector<torch::Tensor> FsdpUnit::reduce_scatter_grads(
+    const std::vector<torch::Tensor>& full_grads) {
+  torch::NoGradGuard no_grad;
+  int64_t size = shard_group_->size();
+  int64_t n = 0;
+  for (const auto& p : params_) n += p.shard_rows * row_numel(p.full_shape);
+  auto packed = torch::zeros({size, n}, torch::TensorOptions().dtype(options_.reduce_dtype));
+  int64_t offset = 0;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    int64_t len = params_[i].shard_rows * row_numel(params_[i].full_shape);
+    if (full_grads[i].defined()) {
+      packed.narrow(1, offset, len).copy_(full_grads[i].reshape({size, len}));
+    }
+    offset += len;
+  }
+  auto reduced = shard_group_->reduce_scatter(packed.view(-1), "FSDP reduce-scatter of " + name_);
+  if (replicate_group_ && replicate_group_->size() > 1) {
+    replicate_group_->all_reduce_(reduced, ReduceOp::Sum, "HSDP all-reduce of " + name_);
+  }
+  std::vector<torch::Tensor> shard_grads;
+  offset = 0;
+  for (const auto& p : params_) {
+    int64_t len = p.shard_rows * row_numel(p.full_shape);
+    shard_grads.push_back(
+        reduced.narrow(0, offset, len).view(p.shard.sizes()).to(p.shard.scalar_type()));
+    offset += len;
+  }
+  return shard_grads;
+}
+
+void FsdpUnit::gather() {
+  std::vector<torch::Tensor> shards;
+  for (const auto& p : params_) shards.push_back(p.shard);
+  full_ = AllGatherFn::apply(at::TensorList(shards), reinterpret_cast<int64_t>(this));
+  for (size_t i = 0; i < params_.size(); ++i) {
+    params_[i].module->weight = full_[i].narrow(0, 0, params_[i].full_shape[0]);
+  }
+  freed_ = false;
+}
+
+void FsdpUnit::release(bool free_storage_now) {
+  for (auto& p : params_) p.module->weight = p.shard;
+  if (free_storage_now) {
+    for (const auto& f : full_) free_storage(f);
+    freed_ = true;
+  } else {
+    full_.clear();  // the autograd graph keeps what backward needs
+  }
+}
+
+void FsdpUnit::regather() {
+  if (!freed_) return;
+  std::vector<torch::Tensor> shards;
+  for (const auto& p : params_) shards.push_back(p.shard);
+  auto values = all_gather_full(shards);
+  for (size_t i = 0; i < full_.size(); ++i) refill_storage(full_[i], values[i]);
+  full_.clear();
+  freed_ = false;
+}
+
+std::shared_ptr<Fsdp> Fsdp::apply(models::CausalLM& model,
+                                  std::shared_ptr<ProcessGroup> shard_group,
+                                  std::shared_ptr<ProcessGroup> replicate_group,
+                                  FsdpOptions options) {
+  torch::NoGradGuard no_grad;
+  std::map<c10::TensorImpl*, std::string> names;
+  for (const auto& item : model.named_parameters()) {
+    names[item.value().unsafeGetTensorImpl()] = item.key();
+  }
+  int64_t size = shard_group->size();
+  int64_t rank = shard_group->rank();
+  auto make_unit = [&](const std::vector<models::WeightModule*>& modules, const std::string& name,
+                       FsdpOptions unit_options) {
+    std::vector<FsdpParam> params;
+    for (auto* m : modules) {
+      FsdpParam p;
+      p.module = m;
+      p.name = names.at(m->weight.unsafeGetTensorImpl());
+      p.full_shape = m->weight.sizes().vec();
+      p.shard_rows = (p.full_shape[0] + size - 1) / size;
+      auto padded = torch::zeros(with_rows(p.full_shape, p.shard_rows * size),
+                                 m->weight.options());
+      padded.narrow(0, 0, p.full_shape[0]).copy_(m->weight);
+      m->weight.set_data(padded.narrow(0, rank * p.shard_rows, p.shard_rows).clone());
+      p.shard = m->weight;
+      params.push_back(p);
+    }
+    return std::make_shared<FsdpUnit>(std::move(params), shard_group, replicate_group,
+                                      unit_options, name);
+  };
+  auto fsdp = std::make_shared<Fsdp>();
+  auto blocks = model.blocks();
+  std::vector<torch::nn::Module*> block_modules;
+  for (size_t i = 0; i < blocks->size(); ++i) {
+    block_modules.push_back(blocks[i].get());
+    fsdp->units_.push_back(make_unit(models::weight_modules(*blocks[i]),
+                                     fmt::format("layers.{}", i), options));
+  }
+  FsdpOptions root_options = options;
+  root_options.reshard_after_forward = false;
+  auto root = make_unit(models::weight_modules(model, block_modules), "root", root_options);
+  fsdp->units_.push_back(root);
+
+  std::vector<std::shared_ptr<FsdpUnit>> block_units(fsdp->units_.begin(),
+                                                     fsdp->units_.end() - 1);
+  model.add_block_wrapper([block_units](int64_t layer, const torch::Tensor& x,
+                                        const models::CausalLM::TensorFn& inner) {
+    auto unit = block_units.at(layer);
+    unit->gather();
+    auto out = inner(x);
+    bool reshard = unit->options().reshard_after_forward && out.requires_grad();
+    unit->release(reshard);
+    if (reshard) {
+      out.register_hook([unit](const torch::Tensor& grad) {
+        unit->regather();
+        return grad;
+      });
+    }
+    return out;
+  });
+  model.add_model_wrapper([root](int64_t, const torch::Tensor& tokens,
+                                 const models::CausalLM::TensorFn& inner) {
+    root->gather();
+    auto out = inner(tokens);
+    root->release(false);
+    return out;
+  });
+  return fsdp;
+}
+
+std::vector<torch::Tensor> Fsdp::parameters() const {
+  std::vector<torch::Tensor> out;
+  for (const auto& u : units_) {
+    for (const auto& p : u->params()) out.push_back(p.shard);
+  }
+  return out;
+}
+
+double Fsdp::grad_norm() {
+  torch::NoGradGuard no_grad;
+  auto total = torch::zeros({1}, torch::kDouble);
+  for (auto& p : parameters()) {
+    if (p.grad().defined()) total += p.grad().to(torch::kDouble).pow(2).sum();
+  }
+  units_.front()->shard_group().all_reduce_(total, ReduceOp::Sum, "gradient norm all-reduce");
+  return std::sqrt(total.item<double>());
+}
+
+components::checkpoint::ShardedStateDict Fsdp::shard_view(
+    const std::vector<torch::Tensor>& tensors, const std::string& prefix) const {
+  components::checkpoint::ShardedStateDict out;
+  size_t i = 0;
+  for (const auto& u : units_) {
+    auto* replicas = const_cast<FsdpUnit&>(*u).replicate_group();
+    int64_t rank = const_cast<FsdpUnit&>(*u).shard_group().rank();
+    for (const auto& p : u->params()) {
+      int64_t start = rank * p.shard_rows;
+      int64_t rows = std::clamp<int64_t>(p.full_shape[0] - start, 0, p.shard_rows);
+      components::checkpoint::ShardedTensor t;
+      t.local = tensors.at(i++).narrow(0, 0, rows);
+      t.global_shape = p.full_shape;
+      t.row_offset = start;
+      t.writer = !replicas || replicas->rank() == 0;
+      out[prefix + p.name] = t;
+    }
+  }
+  return out;
+}
+
+components::checkpoint::ShardedStateDict Fsdp::state_dict() const {
+  return shard_view(parameters(), "");
+}
+
+}  // namespace titan::distributed

@@ -1,0 +1,106 @@
+// Fully Sharded Data Parallel (Zhao et al. 2023, "PyTorch FSDP"; TorchTitan's fully_shard /
+// FSDP2): every parameter is sharded on dim 0 across the shard group (rows padded to a multiple
+// of the group size); each transformer block is one unit and the rest of the model
+// (embeddings, final norm, output) the root unit. Before a unit's forward its parameters are
+// all-gathered in the param dtype; gradients are reduce-scattered in the reduce dtype and, for
+// HSDP, all-reduced across replicas. The collectives are one autograd function (all-gather
+// forward, reduce-scatter backward), so other parallelisms compose through ordinary autograd.
+// Shard degree 1 with replicas is DDP; a world of one is plain training.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "titan/components/checkpoint/sharded_tensor.h"
+#include "titan/distributed/process_group.h"
+#include "titan/models/common/causal_lm.h"
+#include "titan/models/common/weight_module.h"
+
+namespace titan::distributed {
+
+struct FsdpOptions {
+  torch::ScalarType param_dtype = torch::kFloat;   // training.mixed_precision_param
+  torch::ScalarType reduce_dtype = torch::kFloat;  // training.mixed_precision_reduce
+  /// Free a block's gathered parameters after its forward and gather them again before its
+  /// backward (parallelism.fsdp_reshard_after_forward: default/always = true, never = false).
+  /// The root unit is never resharded (it runs last in forward and first in backward).
+  bool reshard_after_forward = true;
+};
+
+/// One sharded parameter of a unit.
+struct FsdpParam {
+  models::WeightModule* module = nullptr;
+  torch::Tensor shard;              // the registered parameter: [shard_rows, ...] fp32, padded
+  std::vector<int64_t> full_shape;  // unpadded global shape
+  int64_t shard_rows = 0;           // rows per rank (padded rows / group size)
+  std::string name;                 // fully qualified name in the model
+};
+
+/// A set of parameters gathered and reduced together.
+class FsdpUnit {
+ public:
+  FsdpUnit(std::vector<FsdpParam> params, std::shared_ptr<ProcessGroup> shard_group,
+           std::shared_ptr<ProcessGroup> replicate_group, FsdpOptions options, std::string name);
+
+  /// All-gathers the full parameters (autograd-connected to the shards) and puts them in the
+  /// modules' weight handles.
+  void gather();
+  /// Puts the shards back into the weight handles. With `free_storage`, also frees the gathered
+  /// tensors' memory; regather() refills it (the tensors autograd saved see the new data).
+  void release(bool free_storage);
+  /// Refills freed gathered parameters (before the unit's backward).
+  void regather();
+
+  const std::vector<FsdpParam>& params() const { return params_; }
+  const FsdpOptions& options() const { return options_; }
+  ProcessGroup& shard_group() { return *shard_group_; }
+  ProcessGroup* replicate_group() { return replicate_group_.get(); }
+
+  /// Flat shard [n] -> per-parameter full tensors in the param dtype (no autograd).
+  std::vector<torch::Tensor> all_gather_full(const std::vector<torch::Tensor>& shards);
+  /// Per-parameter full gradients -> per-parameter shard gradients (fp32): reduce-scatter in
+  /// the reduce dtype over the shard group, then all-reduce over the replicas.
+  std::vector<torch::Tensor> reduce_scatter_grads(const std::vector<torch::Tensor>& full_grads);
+
+ private:
+  std::vector<FsdpParam> params_;
+  std::shared_ptr<ProcessGroup> shard_group_;
+  std::shared_ptr<ProcessGroup> replicate_group_;  // null or size 1: no replicas
+  FsdpOptions options_;
+  std::string name_;
+  std::vector<torch::Tensor> full_;  // gathered [padded rows, ...] tensors while installed
+  bool freed_ = false;
+};
+
+/// FSDP applied to a model: the units and what the trainer and checkpoints need from them.
+class Fsdp {
+ public:
+  /// Shards `model`'s parameters in place (each rank keeps its rows) and installs the unit
+  /// wrappers around the blocks and the whole forward. `shard_group` may have size 1 (DDP
+  /// when `replicate_group` has more ranks). Call after activation checkpointing is applied.
+  static std::shared_ptr<Fsdp> apply(models::CausalLM& model,
+                                     std::shared_ptr<ProcessGroup> shard_group,
+                                     std::shared_ptr<ProcessGroup> replicate_group,
+                                     FsdpOptions options);
+
+  /// The sharded parameters (what the optimizer updates), in a fixed order.
+  std::vector<torch::Tensor> parameters() const;
+  /// Global L2 norm of the gradients (shards summed over the shard group; replicas hold
+  /// identical values and are counted once), in float64.
+  double grad_norm();
+  /// This rank's rows of every parameter, for checkpoints (padding rows excluded; replicas
+  /// other than the first do not write).
+  components::checkpoint::ShardedStateDict state_dict() const;
+  /// `tensors` (one per parameter, in parameters() order, same shapes as the shards) as
+  /// ShardedTensors under `prefix` + name, e.g. the optimizer's moments.
+  components::checkpoint::ShardedStateDict shard_view(const std::vector<torch::Tensor>& tensors,
+                                                      const std::string& prefix) const;
+
+ private:
+  std::vector<std::shared_ptr<FsdpUnit>> units_;  // blocks in order, root last
+};
+
+}  // namespace titan::distributed
