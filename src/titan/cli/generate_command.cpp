@@ -16,7 +16,7 @@
 namespace titan::cli {
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kGenerateUsage =
     "Usage: titan generate --hf_assets_path DIR (--prompt_ids 1,2,3 | --prompt TEXT)\n"
     "                      [--tokenizer PATH] [--max_new_tokens N] [--temperature T]\n"
     "                      [--top_k K] [--seed S] [--score]\n"
@@ -77,7 +77,7 @@ GenerateArgs parse(const Args& args) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     if (arg.rfind("--", 0) != 0) {
-      throw ConfigError(fmt::format("generate: unexpected argument '{}'\n{}", arg, kUsage));
+      throw ConfigError(fmt::format("generate: unexpected argument '{}'\n{}", arg, kGenerateUsage));
     }
     std::string key = arg.substr(2);
     std::optional<std::string> value;
@@ -119,11 +119,11 @@ GenerateArgs parse(const Args& args) {
     }
   }
   if (out.hf_assets_path.empty()) {
-    throw ConfigError(fmt::format("generate: --hf_assets_path is required\n{}", kUsage));
+    throw ConfigError(fmt::format("generate: --hf_assets_path is required\n{}", kGenerateUsage));
   }
   if (have_ids == out.prompt_text.has_value()) {
     throw ConfigError(fmt::format("generate: give exactly one of --prompt_ids and --prompt\n{}",
-                                  kUsage));
+                                  kGenerateUsage));
   }
   return out;
 }
@@ -152,7 +152,7 @@ std::vector<int64_t> encode_prompt(const components::Tokenizer& tokenizer,
 
 int generate_command(const Args& args) {
   if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
-    std::cout << kUsage;
+    std::cout << kGenerateUsage;
     return 0;
   }
   GenerateArgs ga = parse(args);

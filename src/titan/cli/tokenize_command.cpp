@@ -10,7 +10,7 @@
 namespace titan::cli {
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kTokenizeUsage =
     "Usage: titan tokenize --tokenizer PATH (--text TEXT | --file FILE)\n"
     "Prints the token ids of the text (no BOS/EOS) as one JSON array.\n"
     "PATH: tokenizer.json, a tiktoken .model file, a folder holding one, or 'byte'.\n";
@@ -49,12 +49,12 @@ std::string parse(const Args& args, TokenizeArgs& out) {
 
 int tokenize_command(const Args& args) {
   if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
-    std::cout << kUsage;
+    std::cout << kTokenizeUsage;
     return 0;
   }
   TokenizeArgs options;
   if (std::string error = parse(args, options); !error.empty()) {
-    std::cerr << "titan tokenize: " << error << "\n" << kUsage;
+    std::cerr << "titan tokenize: " << error << "\n" << kTokenizeUsage;
     return 2;
   }
   auto tokenizer = components::load_tokenizer(*options.tokenizer);

@@ -17,7 +17,7 @@ struct StepMetrics {
   double tps = 0;           // tokens per second per rank
   double tflops = 0;        // achieved training TFLOP/s per rank
   double mfu = 0;           // percent of the peak FLOP/s of one rank
-  double memory_gib = 0;    // peak memory of this rank (GiB)
+  double memory_gib = 0;    // peak live tensor memory of this rank since the last record (GiB)
   double memory_pct = 0;    // of the device's (or machine's) memory
   int64_t tokens_seen = 0;  // global tokens trained on so far
   double step_time_s = 0;   // mean seconds per step since the last record

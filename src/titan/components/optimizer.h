@@ -36,6 +36,8 @@ class Adam {
   void zero_grad();
 
   int64_t steps_taken() const { return step_; }
+  /// Restores the step count (bias correction) from a checkpoint.
+  void set_steps_taken(int64_t steps) { step_ = steps; }
   /// First and second moments, one per parameter (for checkpoints).
   std::vector<torch::Tensor>& exp_avg() { return exp_avg_; }
   std::vector<torch::Tensor>& exp_avg_sq() { return exp_avg_sq_; }

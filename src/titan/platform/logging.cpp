@@ -2,6 +2,7 @@
 
 #include <spdlog/sinks/basic_file_sink.h>
 #include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/pattern_formatter.h>
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
@@ -10,13 +11,34 @@
 namespace titan::log {
 namespace {
 
-constexpr const char* kPattern = "[titan] %Y-%m-%d %H:%M:%S,%e - %^%l%$ - %v";
+// TorchTitan's format: "[titan] 2026-01-01 12:00:00,000 - INFO - message".
+constexpr const char* kPattern = "[titan] %Y-%m-%d %H:%M:%S,%e - %* - %v";
+
+// %*: the level in Python logging's upper-case names (INFO, WARNING, ERROR).
+class UpperLevel final : public spdlog::custom_flag_formatter {
+ public:
+  void format(const spdlog::details::log_msg& msg, const std::tm&,
+              spdlog::memory_buf_t& dest) override {
+    static const char* names[] = {"TRACE", "DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL", ""};
+    std::string_view name = names[static_cast<int>(msg.level)];
+    dest.append(name.data(), name.data() + name.size());
+  }
+  std::unique_ptr<custom_flag_formatter> clone() const override {
+    return std::make_unique<UpperLevel>();
+  }
+};
+
+std::unique_ptr<spdlog::formatter> make_formatter(const std::string& prefix) {
+  auto f = std::make_unique<spdlog::pattern_formatter>();
+  f->add_flag<UpperLevel>('*').set_pattern(prefix + kPattern);
+  return f;
+}
 
 std::shared_ptr<spdlog::logger>& logger() {
   static std::shared_ptr<spdlog::logger> instance = [] {
     auto sink = std::make_shared<spdlog::sinks::stdout_sink_mt>();
     auto l = std::make_shared<spdlog::logger>("titan", sink);
-    l->set_pattern(kPattern);
+    l->set_formatter(make_formatter(""));
     return l;
   }();
   return instance;
@@ -28,13 +50,13 @@ void init(const std::string& log_file, bool to_console, const std::string& rank_
   std::vector<spdlog::sink_ptr> sinks;
   if (to_console) {
     auto console = std::make_shared<spdlog::sinks::stdout_sink_mt>();
-    console->set_pattern(rank_prefix + kPattern);
+    console->set_formatter(make_formatter(rank_prefix));
     sinks.push_back(console);
   }
   if (!log_file.empty()) {
     std::filesystem::create_directories(std::filesystem::path(log_file).parent_path());
     auto file = std::make_shared<spdlog::sinks::basic_file_sink_mt>(log_file, /*truncate=*/true);
-    file->set_pattern(kPattern);
+    file->set_formatter(make_formatter(""));
     sinks.push_back(file);
   }
   auto l = std::make_shared<spdlog::logger>("titan", sinks.begin(), sinks.end());

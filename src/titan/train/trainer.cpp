@@ -34,10 +34,6 @@ void reject_unsupported(const config::JobConfig& job, const distributed::Paralle
                                   "be 1)",
                                   dims.describe()));
   }
-  if (job.checkpoint.enable) {
-    throw ConfigError("checkpoint.enable = true is not supported by this build yet; run with "
-                      "--checkpoint.no_enable");
-  }
 }
 
 void set_threads(int local_world_size) {
@@ -53,6 +49,7 @@ void set_threads(int local_world_size) {
 }  // namespace
 
 Trainer::Trainer(config::JobConfig job, distributed::WorldInfo world) : job_(std::move(job)) {
+  platform::enable_memory_counting();
   set_threads(world.local_world_size);
   setup_parallelism(world);
   setup_model();
@@ -61,6 +58,9 @@ Trainer::Trainer(config::JobConfig job, distributed::WorldInfo world) : job_(std
       params_, components::AdamOptions::from_config(job_.optimizer));
   scheduler_ = std::make_unique<components::LrScheduler>(job_.lr_scheduler, job_.optimizer.lr,
                                                          job_.training.steps);
+  checkpoint_ = std::make_unique<components::checkpoint::CheckpointManager>(
+      job_.checkpoint, job_.job.dump_folder, world_->global(),
+      components::checkpoint::ModelIdentity{job_.model.name, job_.model.flavor});
   bool writes_metrics = world_->info().rank == 0;
   metrics_ = std::make_unique<components::MetricsLogger>(
       writes_metrics ? job_.job.dump_folder + "/metrics.jsonl" : "");
@@ -83,6 +83,15 @@ void Trainer::setup_parallelism(const distributed::WorldInfo& world) {
   replicate_group_ = mesh_group({MeshDim::DpReplicate}, "dp_replicate");
   log::info("Parallel layout: {}; FSDP shards over {} ranks, {} replica(s)", dims_.describe(),
             shard_group_->size(), replicate_group_->size());
+  bool multi_node = world.world_size > world.local_world_size;
+  if (multi_node && job_.parallelism.data_parallel_shard_degree == -1 &&
+      dims_.dp_shard > world.local_world_size) {
+    log::warn("data_parallel_shard_degree = -1 resolved to {}, so FSDP shards across nodes and "
+              "every all-gather crosses the network; set "
+              "parallelism.data_parallel_replicate_degree = {} (HSDP: shard within a node, "
+              "replicate across nodes)",
+              dims_.dp_shard, dims_.dp_shard / world.local_world_size);
+  }
 }
 
 std::shared_ptr<distributed::ProcessGroup> Trainer::mesh_group(
@@ -216,21 +225,80 @@ Trainer::StepResult Trainer::train_step(int64_t step) {
   return r;
 }
 
+void Trainer::log_state_memory() {
+  auto bytes = [](const std::vector<torch::Tensor>& ts) {
+    int64_t n = 0;
+    for (const auto& t : ts) n += t.defined() ? t.numel() * t.element_size() : 0;
+    return n;
+  };
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : params_) grads.push_back(p.grad());
+  int64_t state = bytes(optimizer_->exp_avg()) + bytes(optimizer_->exp_avg_sq());
+  constexpr double kMiB = 1 << 20;
+  log::info("Per-rank training state: parameters {:.2f} MiB, gradients {:.2f} MiB, optimizer "
+            "{:.2f} MiB; peak live tensors in the first step: {:.2f} MiB",
+            bytes(params_) / kMiB, bytes(grads) / kMiB, state / kMiB,
+            platform::peak_tensor_bytes() / kMiB);
+}
+
+components::checkpoint::ShardedStateDict Trainer::optimizer_state() const {
+  auto state = fsdp_->shard_view(optimizer_->exp_avg(), "optimizer.exp_avg.");
+  state.merge(fsdp_->shard_view(optimizer_->exp_avg_sq(), "optimizer.exp_avg_sq."));
+  return state;
+}
+
+int64_t Trainer::resume() {
+  torch::NoGradGuard no_grad;
+  auto model = fsdp_->state_dict();
+  auto optimizer = optimizer_state();
+  nlohmann::json state = {{"train_state", {{"step", 0}, {"optimizer_steps", 0}}}};
+  auto loaded = checkpoint_->load(model, optimizer, state);
+  if (!loaded) return 1;
+  if (loaded->model_only) {
+    log::info("Loaded model weights from {}; training starts at step 1", loaded->path);
+    return 1;
+  }
+  optimizer_->set_steps_taken(state["train_state"]["optimizer_steps"].get<int64_t>());
+  log::info("Resumed from {} (step {})", loaded->path, loaded->step);
+  return loaded->step + 1;
+}
+
+void Trainer::save_checkpoint(int64_t step) {
+  // The data position, the schedule and the RNG streams are functions of the step in titan,
+  // so the step is the whole train state beyond the tensors.
+  nlohmann::json state = {
+      {"train_state", {{"step", step},
+                       {"tokens_seen", step * global_tokens_per_step_},
+                       {"optimizer_steps", optimizer_->steps_taken()}}},
+      {"lr_scheduler", {{"step", step}}},
+      {"dataloader", {{"step", step}}}};
+  checkpoint_->save(step, fsdp_->state_dict(), optimizer_state(), state,
+                    config::to_toml(job_), step == job_.training.steps);
+}
+
 void Trainer::train() {
   const auto& t = job_.training;
-  log::info("Training starts at step 1 of {}", t.steps);
+  if (job_.checkpoint.create_seed_checkpoint) {
+    save_checkpoint(0);
+    log::info("Wrote the seed checkpoint {}", checkpoint_->step_folder(0));
+    return;
+  }
+  int64_t first = resume();
+  log::info("Training starts at step {} of {}", first, t.steps);
   auto window_start = Clock::now();
   double window_data = 0;
   int64_t window_steps = 0;
-  for (int64_t step = 1; step <= t.steps; ++step) {
+  for (int64_t step = first; step <= t.steps; ++step) {
     if (step > 1 && data_->epoch(step - 1) > data_->epoch(step - 2)) {
       log::info("Dataset exhausted: step {} starts pass {} over the data from sample 0", step,
                 data_->epoch(step - 1) + 1);
     }
     StepResult r = train_step(step);
+    if (step == first) log_state_memory();
+    if (checkpoint_->should_save(step, t.steps)) save_checkpoint(step);
     window_data += r.data_time_s;
     ++window_steps;
-    bool log_now = step == 1 || step % job_.metrics.log_freq == 0 || step == t.steps;
+    bool log_now = step == first || step % job_.metrics.log_freq == 0 || step == t.steps;
     if (!log_now) continue;
     double elapsed = seconds_since(window_start);
     components::StepMetrics m;
@@ -243,15 +311,17 @@ void Trainer::train() {
     m.tps = static_cast<double>(local_tokens_per_step_) / m.step_time_s;
     m.tflops = static_cast<double>(flops_per_token_) * m.tps / 1e12;
     m.mfu = 100.0 * static_cast<double>(flops_per_token_) * m.tps / peak_flops_;
-    m.memory_gib = static_cast<double>(platform::peak_rss_bytes()) / (1ull << 30);
-    m.memory_pct = 100.0 * static_cast<double>(platform::peak_rss_bytes()) /
-                   static_cast<double>(platform::total_memory_bytes());
+    auto peak = static_cast<double>(platform::peak_tensor_bytes());
+    m.memory_gib = peak / (1ull << 30);
+    m.memory_pct = 100.0 * peak / static_cast<double>(platform::total_memory_bytes());
+    platform::reset_peak_tensor_bytes();
     m.tokens_seen = step * global_tokens_per_step_;
     metrics_->record(m);
     window_start = Clock::now();
     window_data = 0;
     window_steps = 0;
   }
+  checkpoint_->wait();
   dp_group_->barrier("end of training");
   log::info("Training completed");
 }

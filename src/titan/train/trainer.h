@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "titan/components/checkpoint/checkpoint_manager.h"
 #include "titan/components/lr_scheduler.h"
 #include "titan/components/metrics.h"
 #include "titan/components/optimizer.h"
@@ -45,6 +46,15 @@ class Trainer {
   void setup_model();
   void setup_data();
   void log_header();
+  /// Resumes from the latest checkpoint (or checkpoint.initial_load_path) when there is one;
+  /// returns the first step to train.
+  int64_t resume();
+  /// Saves checkpoint `step` (this rank's shards and state).
+  void save_checkpoint(int64_t step);
+  /// This rank's pieces of the optimizer state.
+  components::checkpoint::ShardedStateDict optimizer_state() const;
+  /// Logs the bytes of parameters, gradients and optimizer state this rank holds.
+  void log_state_memory();
   StepResult train_step(int64_t step);
   double clip_gradients();
   std::shared_ptr<distributed::ProcessGroup> mesh_group(const std::vector<distributed::MeshDim>& dims,
@@ -66,6 +76,7 @@ class Trainer {
   std::unique_ptr<components::Adam> optimizer_;
   std::unique_ptr<components::LrScheduler> scheduler_;
   std::unique_ptr<components::MetricsLogger> metrics_;
+  std::unique_ptr<components::checkpoint::CheckpointManager> checkpoint_;
   int64_t flops_per_token_ = 0;
   double peak_flops_ = 0;
   torch::ScalarType compute_dtype_ = torch::kFloat;
