@@ -29,13 +29,18 @@ const std::vector<std::string>& loadable_parts() {
 }
 
 // The pieces to write: `in` itself (shallow), or, with `host_copy`, a host copy of what this
-// rank writes (the async snapshot); floating-point data cast to `dtype` when given.
+// rank writes (the async snapshot; pieces it does not write keep only their shape and dtype);
+// floating-point data cast to `dtype` when given.
 ShardedStateDict snapshot(const ShardedStateDict& in, bool host_copy,
                           std::optional<torch::ScalarType> dtype) {
   ShardedStateDict out;
   for (const auto& [name, piece] : in) {
     ShardedTensor p = piece;
-    if (piece.writer && piece.local.defined() && piece.local.numel() > 0) {
+    const bool written = piece.writer && piece.local.defined();
+    if (host_copy && !written && piece.local.defined()) {
+      p.local = torch::empty(piece.local.sizes(), piece.local.options().device(torch::kMeta));
+    }
+    if (written) {
       if (dtype && p.local.is_floating_point()) p.local = p.local.to(*dtype);
       if (host_copy && (p.local.is_same(piece.local) || !p.local.device().is_cpu())) {
         p.local = p.local.to(torch::kCPU, p.local.scalar_type(), /*non_blocking=*/false,
