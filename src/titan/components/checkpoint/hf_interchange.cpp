@@ -88,21 +88,26 @@ void export_checkpoint_to_hf(const std::string& step_dir, const std::string& out
   write_hf_folder(out_dir, config, spec.to_hf(*model), options.dtype, options.max_shard_bytes);
 }
 
+std::string hf_config_difference(const train::TrainSpec& spec, const std::string& flavor,
+                                 const nlohmann::json& config) {
+  const nlohmann::json expected = spec.hf_config(flavor);
+  for (const auto& [key, value] : expected.items()) {
+    if (key == "torch_dtype" || key == "architectures") continue;
+    if (!config.contains(key)) {
+      if (!hf_default(key, value, config)) {
+        return fmt::format("{} missing (flavor: {})", key, value.dump());
+      }
+    } else if (config[key] != value) {
+      return fmt::format("{} = {} (flavor: {})", key, config[key].dump(), value.dump());
+    }
+  }
+  return "";
+}
+
 std::string flavor_for_hf_config(const train::TrainSpec& spec, const nlohmann::json& config) {
   std::vector<std::string> differences;
   for (const auto& flavor : spec.flavors) {
-    const nlohmann::json expected = spec.hf_config(flavor);
-    std::string difference;
-    for (const auto& [key, value] : expected.items()) {
-      if (key == "torch_dtype" || key == "architectures") continue;
-      if (!config.contains(key)) {
-        if (hf_default(key, value, config)) continue;
-        difference = fmt::format("{} missing (flavor: {})", key, value.dump());
-      } else if (config[key] != value) {
-        difference = fmt::format("{} = {} (flavor: {})", key, config[key].dump(), value.dump());
-      }
-      if (!difference.empty()) break;
-    }
+    const std::string difference = hf_config_difference(spec, flavor, config);
     if (difference.empty()) return flavor;
     differences.push_back(fmt::format("{}: {}", flavor, difference));
   }
@@ -120,6 +125,12 @@ ModelIdentity import_hf_to_checkpoint(const std::string& hf_dir, const std::stri
   const ModelIdentity identity{family,
                                flavor.empty() ? flavor_for_hf_config(spec, folder.config) : flavor};
   auto model = spec.build(identity.flavor);
+  if (const auto difference = hf_config_difference(spec, identity.flavor, folder.config);
+      !difference.empty()) {
+    throw CheckpointError(fmt::format("{}: does not describe {} '{}': {}",
+                                      (fs::path(hf_dir) / "config.json").string(), family,
+                                      identity.flavor, difference));
+  }
   spec.from_hf(*model, folder.state_dict);
   const ShardedStateDict pieces = whole_params(*model);
   const std::string tmp = step_dir + ".tmp";

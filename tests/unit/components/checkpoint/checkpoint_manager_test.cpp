@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -431,17 +432,22 @@ int free_port() {
   return ntohs(addr.sin_port);
 }
 
-// Runs `world` copies of this binary's DISABLED_Rank test with `mode`; returns their exit status.
+// The command line of rank `rank` of `world` running this binary's DISABLED_Rank test.
+std::string rank_command(int rank, int world, int port, const std::string& mode,
+                         const fs::path& dump) {
+  return fmt::format(
+      "RANK={} WORLD_SIZE={} MASTER_ADDR=127.0.0.1 MASTER_PORT={} CKPT_MODE={} CKPT_DUMP={} "
+      "'{}' --gtest_also_run_disabled_tests --gtest_filter=MultiProcess.DISABLED_Rank",
+      rank, world, port, mode, dump.string(), fs::read_symlink("/proc/self/exe").string());
+}
+
+// Runs `world` ranks with `mode`; returns their exit status.
 testing::CommandResult run_ranks(int world, const std::string& mode, const fs::path& dump) {
-  const std::string exe = fs::read_symlink("/proc/self/exe").string();
   const int port = free_port();
   std::string script = "pids=''; ";
   for (int r = 0; r < world; ++r) {
-    script += fmt::format(
-        "RANK={} WORLD_SIZE={} MASTER_ADDR=127.0.0.1 MASTER_PORT={} CKPT_MODE={} CKPT_DUMP={} "
-        "'{}' --gtest_also_run_disabled_tests --gtest_filter=MultiProcess.DISABLED_Rank "
-        "> {}/rank{}.log 2>&1 & pids=\"$pids $!\"; ",
-        r, world, port, mode, dump.string(), exe, dump.string(), r);
+    script += fmt::format("{} > {}/rank{}.log 2>&1 & pids=\"$pids $!\"; ",
+                          rank_command(r, world, port, mode, dump), dump.string(), r);
   }
   // A rank passes when its one test ran and passed (a filter matching nothing also exits 0).
   script += fmt::format("rc=0; for p in $pids; do wait $p || rc=1; done; "
@@ -452,7 +458,8 @@ testing::CommandResult run_ranks(int world, const std::string& mode, const fs::p
 }
 
 // One rank: "save" saves FSDP pieces at step 5 (async) and the state + 1 at step 10 (last, so
-// synchronous and model only = false); "load" loads step 5 into its own FSDP layout and checks.
+// synchronous and model only = false); "load" loads step 5 into its own FSDP layout and checks;
+// "kill" completes step 1, starts an async save of step 2 and SIGKILLs itself.
 TEST(MultiProcess, DISABLED_Rank) {
   const std::string mode = std::getenv("CKPT_MODE");
   const auto info = distributed::WorldInfo::from_env();
@@ -463,6 +470,14 @@ TEST(MultiProcess, DISABLED_Rank) {
   CheckpointManager m(c, std::getenv("CKPT_DUMP"), world->global(), kModel);
   const int r = info.rank;
   const int n = info.world_size;
+  if (mode == "kill") {
+    const auto model = testing::fsdp_pieces(model_state(), r, n);
+    const auto optimizer = testing::fsdp_pieces(optimizer_state(), r, n);
+    m.save(1, model, optimizer, rank_state(1, r), "config", /*last=*/false);
+    m.wait();
+    m.save(2, model, optimizer, rank_state(2, r), "config", /*last=*/false);
+    ::kill(::getpid(), SIGKILL);
+  }
   if (mode == "save") {
     auto model = testing::fsdp_pieces(model_state(), r, n);
     auto optimizer = testing::fsdp_pieces(optimizer_state(), r, n, {"exp_avg_sq.norm.weight"});
@@ -512,6 +527,23 @@ TEST(MultiProcess, SaveWithTwoRanksLoadWithThreeAndOne) {
   expect_equal(model_state(1.0), model);
   expect_equal(optimizer_state(), optimizer);
   EXPECT_EQ(state["train_state"]["step"], 10);
+  fs::remove_all(dump);
+}
+
+TEST(MultiProcess, SigkillMidSaveKeepsThePreviousCheckpoint) {
+  const auto dump = testing::make_temp_dir("checkpoint_sigkill");
+  const auto r = testing::run_command(rank_command(0, 1, free_port(), "kill", dump));
+  ASSERT_EQ(r.exit_code, 128 + SIGKILL) << r.output;
+  EXPECT_TRUE(fs::exists(dump / "checkpoint" / "step-2.tmp"));
+  EXPECT_FALSE(fs::exists(dump / "checkpoint" / "step-2"));
+  CheckpointManager m(base_config(), dump.string(), testing::group_of_one(), kModel);
+  auto model = testing::empty_pieces(model_state(), 0, 1);
+  auto optimizer = testing::empty_pieces(optimizer_state(), 0, 1);
+  nlohmann::json state;
+  auto result = m.load(model, optimizer, state);
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->step, 1);
+  expect_equal(model_state(), model);
   fs::remove_all(dump);
 }
 

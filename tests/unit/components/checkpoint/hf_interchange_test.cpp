@@ -287,6 +287,15 @@ TEST_F(HfInterchange, ConvertCommandBothWays) {
                                        (dir_ / "stories" / "step-0").string()));
   EXPECT_EQ(r.exit_code, 1) << r.output;
   EXPECT_NE(r.output.find("matches no llama3 flavor"), std::string::npos) << r.output;
+  r = testing::run_command(fmt::format(
+      "{} convert --to titan --module llama3 --flavor debugmodel --hf_assets_path {} --output {}",
+      testing::titan_binary(), shared_model("stories260K"),
+      (dir_ / "stories" / "step-0").string()));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("stories260K/config.json: does not describe llama3 'debugmodel': "
+                          "head_dim = 8 (flavor: 16)"),
+            std::string::npos)
+      << r.output;
   r = testing::run_command(fmt::format("{} convert --to hf --output x", testing::titan_binary()));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--checkpoint is required"), std::string::npos) << r.output;
