@@ -58,10 +58,12 @@ ShardedStateDict whole_params(models::CausalLM& model) {
 bool hf_default(const std::string& key, const nlohmann::json& expected,
                 const nlohmann::json& config) {
   if (expected.is_null() || expected == false) return true;  // biases, rope_scaling
-  return key == "head_dim" && config.contains("hidden_size") &&
-         config.contains("num_attention_heads") && config["num_attention_heads"] != 0 &&
+  const auto positive = [&](const char* k) {
+    return config.contains(k) && config[k].is_number_integer() && config[k].get<int64_t>() > 0;
+  };
+  return key == "head_dim" && positive("hidden_size") && positive("num_attention_heads") &&
          expected == config["hidden_size"].get<int64_t>() /
-                          config["num_attention_heads"].get<int64_t>();
+                         config["num_attention_heads"].get<int64_t>();
 }
 
 }  // namespace
