@@ -23,6 +23,9 @@ int generate_command(const Args& args);
 /// `titan tokenize --tokenizer PATH (--text T | --file F)`: prints the ids of the text (no
 /// BOS/EOS) as one JSON array on one line. Bad usage: message and exit code 2.
 int tokenize_command(const Args& args);
+/// `titan convert --to hf|titan ...`: converts between titan checkpoints and Hugging Face
+/// folders (components/checkpoint/hf_interchange.h). Bad usage: message and exit code 2.
+int convert_command(const Args& args);
 
 /// Dispatches `argv` to a subcommand; maps ConfigError to exit code 2, other errors to 1.
 int main(int argc, char** argv);

@@ -31,6 +31,9 @@ struct TrainSpec {
       build_on_device;
   /// Builds an uninitialised model shaped as a Hugging Face config.json says.
   std::function<std::shared_ptr<models::CausalLM>(const nlohmann::json& hf_config)> build_from_hf;
+  /// The Hugging Face config.json of `flavor` (what exports write beside the weights; throws
+  /// ConfigError as build does).
+  std::function<nlohmann::json(const std::string& flavor)> hf_config;
   /// Model weights under Hugging Face names (model.layers.0.self_attn.q_proj.weight, ...).
   std::function<StateDict(models::CausalLM& model)> to_hf;
   /// Copies Hugging Face-named tensors into the model; throws CheckpointError naming any

@@ -48,24 +48,6 @@ std::string valid_dtype_names() {
   return out;
 }
 
-const char* dtype_name(torch::ScalarType dtype, const std::string& tensor, const std::string& path) {
-  for (const auto& d : kDtypes) {
-    if (d.dtype == dtype) return d.name;
-  }
-  throw CheckpointError(fmt::format("{}: tensor '{}' has dtype {}, which safetensors cannot "
-                                    "store here (valid: {})",
-                                    path, tensor, c10::toString(dtype), valid_dtype_names()));
-}
-
-torch::ScalarType parse_dtype(const std::string& name, const std::string& tensor,
-                              const std::string& path) {
-  for (const auto& d : kDtypes) {
-    if (name == d.name) return d.dtype;
-  }
-  throw CheckpointError(fmt::format("{}: tensor '{}' has unknown dtype '{}' (valid: {})", path,
-                                    tensor, name, valid_dtype_names()));
-}
-
 std::vector<int64_t> parse_u64_array(const nlohmann::json& j, const char* field,
                                      const std::string& tensor, const std::string& path) {
   if (!j.is_array()) {
@@ -141,7 +123,7 @@ Header parse_header(const std::string& path) {
     }
     SafetensorsEntry e;
     e.name = name;
-    e.dtype = parse_dtype(info["dtype"].get<std::string>(), name, path);
+    e.dtype = parse_safetensors_dtype(info["dtype"].get<std::string>(), name, path);
     e.shape = parse_u64_array(info["shape"], "shape", name, path);
     auto offsets = parse_u64_array(info["data_offsets"], "data_offsets", name, path);
     if (offsets.size() != 2 || offsets[1] < offsets[0]) {
@@ -175,6 +157,25 @@ Header parse_header(const std::string& path) {
 }
 
 }  // namespace
+
+const char* safetensors_dtype_name(torch::ScalarType dtype, const std::string& tensor,
+                                   const std::string& path) {
+  for (const auto& d : kDtypes) {
+    if (d.dtype == dtype) return d.name;
+  }
+  throw CheckpointError(fmt::format("{}: tensor '{}' has dtype {}, which safetensors cannot "
+                                    "store here (valid: {})",
+                                    path, tensor, c10::toString(dtype), valid_dtype_names()));
+}
+
+torch::ScalarType parse_safetensors_dtype(const std::string& name, const std::string& tensor,
+                                          const std::string& path) {
+  for (const auto& d : kDtypes) {
+    if (name == d.name) return d.dtype;
+  }
+  throw CheckpointError(fmt::format("{}: tensor '{}' has unknown dtype '{}' (valid: {})", path,
+                                    tensor, name, valid_dtype_names()));
+}
 
 std::vector<SafetensorsEntry> read_safetensors_header(const std::string& path) {
   return parse_header(path).entries;
@@ -254,7 +255,7 @@ void write_safetensors(const std::string& path, const TensorMap& tensors,
   std::vector<torch::Tensor> data;
   uint64_t offset = 0;
   for (const auto& [name, tensor] : tensors) {
-    const char* dtype = dtype_name(tensor.scalar_type(), name, path);
+    const char* dtype = safetensors_dtype_name(tensor.scalar_type(), name, path);
     auto cpu = tensor.detach().to(torch::kCPU).contiguous();  // cpu: tensor's shape
     const uint64_t bytes = cpu.numel() * cpu.element_size();
     header[name] = {{"dtype", dtype},

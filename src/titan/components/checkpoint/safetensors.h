@@ -27,6 +27,15 @@ struct SafetensorsEntry {
   uint64_t end = 0;
 };
 
+/// The safetensors name of `dtype` ("F32", "BF16", ... as listed below); throws CheckpointError
+/// naming `path` and `tensor` when the format has no name for it.
+const char* safetensors_dtype_name(torch::ScalarType dtype, const std::string& tensor,
+                                   const std::string& path);
+/// The dtype a safetensors name stands for; throws CheckpointError naming `path`, `tensor` and
+/// the valid names when `name` is not one.
+torch::ScalarType parse_safetensors_dtype(const std::string& name, const std::string& tensor,
+                                          const std::string& path);
+
 /// The validated header of `path`: entries sorted by name. Supported dtypes: F64, F32, F16,
 /// BF16, I64, I32, I16, I8, U8, BOOL. Throws CheckpointError naming the file (and the tensor
 /// where one is at fault) when the file is missing or shorter than its header, the header is

@@ -143,6 +143,36 @@ TransformerArgs args_from_hf_config(const nlohmann::json& config, bool qk_norm) 
   return a;
 }
 
+nlohmann::json hf_config_from_args(const TransformerArgs& args, const std::string& model_type,
+                                   const std::string& architecture) {
+  nlohmann::json rope_scaling = nullptr;
+  if (args.rope_scaling) {
+    const auto& r = *args.rope_scaling;
+    rope_scaling = {{"rope_type", "llama3"},
+                    {"factor", r.factor},
+                    {"low_freq_factor", r.low_freq_factor},
+                    {"high_freq_factor", r.high_freq_factor},
+                    {"original_max_position_embeddings", r.original_max_position_embeddings}};
+  }
+  return {{"architectures", {architecture}},
+          {"model_type", model_type},
+          {"hidden_size", args.dim},
+          {"intermediate_size", args.ffn_hidden()},
+          {"num_hidden_layers", args.n_layers},
+          {"num_attention_heads", args.n_heads},
+          {"num_key_value_heads", args.kv_heads()},
+          {"head_dim", args.head_size()},
+          {"vocab_size", args.vocab_size},
+          {"rms_norm_eps", args.norm_eps},
+          {"rope_theta", args.rope_theta},
+          {"rope_scaling", rope_scaling},
+          {"tie_word_embeddings", args.tie_embeddings},
+          {"hidden_act", "silu"},
+          {"attention_bias", false},
+          {"mlp_bias", false},
+          {"torch_dtype", "float32"}};
+}
+
 std::string hf_name(const std::string& name) {
   if (auto it = top_level_names().find(name); it != top_level_names().end()) {
     return it->second;

@@ -32,6 +32,15 @@ namespace titan::models {
 /// silu, other rope_scaling types).
 TransformerArgs args_from_hf_config(const nlohmann::json& config, bool qk_norm);
 
+/// The config.json Hugging Face's `architecture` ("LlamaForCausalLM", "Qwen3ForCausalLM") of
+/// `model_type` reads for `args`: the inverse of args_from_hf_config (hidden_size,
+/// intermediate_size, num_hidden_layers, num_attention_heads, num_key_value_heads, head_dim,
+/// vocab_size, rms_norm_eps, rope_theta, rope_scaling, tie_word_embeddings, hidden_act "silu",
+/// no biases) with torch_dtype "float32". max_position_embeddings is left to Hugging Face's
+/// default: titan's arguments do not fix a context length.
+nlohmann::json hf_config_from_args(const TransformerArgs& args, const std::string& model_type,
+                                   const std::string& architecture);
+
 /// The Hugging Face name of titan parameter `name`; throws CheckpointError for a name without one.
 std::string hf_name(const std::string& name);
 

@@ -21,7 +21,8 @@ TransformerArgs find_flavor(const FlavorTable& table, const std::string& family,
 }
 
 train::TrainSpec transformer_train_spec(const std::string& family, const FlavorTable& flavors,
-                                        std::vector<std::string> hf_model_types, bool qk_norm) {
+                                        std::vector<std::string> hf_model_types,
+                                        const std::string& hf_architecture, bool qk_norm) {
   train::TrainSpec spec;
   spec.name = family;
   for (const auto& [name, args] : flavors) spec.flavors.push_back(name);
@@ -35,6 +36,10 @@ train::TrainSpec transformer_train_spec(const std::string& family, const FlavorT
   };
   spec.build_from_hf = [qk_norm](const nlohmann::json& config) -> std::shared_ptr<CausalLM> {
     return std::make_shared<Transformer>(args_from_hf_config(config, qk_norm));
+  };
+  spec.hf_config = [flavors, family, model_type = spec.hf_model_types.at(0),
+                    hf_architecture](const std::string& flavor) {
+    return hf_config_from_args(find_flavor(flavors, family, flavor), model_type, hf_architecture);
   };
   spec.to_hf = [](CausalLM& model) { return to_hf_state_dict(model); };
   spec.from_hf = [](CausalLM& model, const train::StateDict& hf) { load_hf_state_dict(model, hf); };

@@ -21,7 +21,9 @@ TransformerArgs find_flavor(const FlavorTable& table, const std::string& family,
 
 /// A TrainSpec named `family` whose models are Transformers of `flavors`, or shaped by a
 /// Hugging Face config.json (args_from_hf_config with `qk_norm`) of one of `hf_model_types`.
+/// Exports write config.json as `hf_architecture` of hf_model_types[0] (hf_config_from_args).
 train::TrainSpec transformer_train_spec(const std::string& family, const FlavorTable& flavors,
-                                        std::vector<std::string> hf_model_types, bool qk_norm);
+                                        std::vector<std::string> hf_model_types,
+                                        const std::string& hf_architecture, bool qk_norm);
 
 }  // namespace titan::models

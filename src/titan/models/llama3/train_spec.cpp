@@ -48,7 +48,8 @@ const FlavorTable& flavors() {
 }
 
 train::TrainSpec train_spec() {
-  return transformer_train_spec("llama3", flavors(), {"llama"}, /*qk_norm=*/false);
+  return transformer_train_spec("llama3", flavors(), {"llama"}, "LlamaForCausalLM",
+                                /*qk_norm=*/false);
 }
 
 }  // namespace titan::models::llama3

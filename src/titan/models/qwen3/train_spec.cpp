@@ -36,7 +36,8 @@ const FlavorTable& flavors() {
 }
 
 train::TrainSpec train_spec() {
-  return transformer_train_spec("qwen3", flavors(), {"qwen3"}, /*qk_norm=*/true);
+  return transformer_train_spec("qwen3", flavors(), {"qwen3"}, "Qwen3ForCausalLM",
+                                /*qk_norm=*/true);
 }
 
 }  // namespace titan::models::qwen3
