@@ -24,6 +24,7 @@ const std::map<std::string, Command>& commands() {
       {"comm-check", {comm_check_command, "check that all ranks reach each other (one worker)"}},
       {"generate", {generate_command, "continue or score token ids with a Hugging Face model"}},
       {"tokenize", {tokenize_command, "print the token ids of a text as a JSON array"}},
+      {"compare", {compare_command, "compare two runs' losses step by step, plot both curves"}},
   };
   return table;
 }
