@@ -27,6 +27,11 @@ int tokenize_command(const Args& args);
 /// folders (components/checkpoint/hf_interchange.h). Bad usage: message and exit code 2.
 int convert_command(const Args& args);
 
+/// `titan compare DIR_A DIR_B [--rtol R] [--force] [--plot FILE]`: per-step losses of two runs
+/// side by side (tools/compare.h) and an SVG of both curves. Exit code 0 within tolerance, 1
+/// diverged, 2 bad input (missing or malformed files, incomparable runs without --force).
+int compare_command(const Args& args);
+
 /// Dispatches `argv` to a subcommand; maps ConfigError to exit code 2, other errors to 1.
 int main(int argc, char** argv);
 

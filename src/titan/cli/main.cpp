@@ -26,6 +26,7 @@ const std::map<std::string, Command>& commands() {
       {"generate", {generate_command, "continue or score token ids with a Hugging Face model"}},
       {"tokenize", {tokenize_command, "print the token ids of a text as a JSON array"}},
       {"convert", {convert_command, "convert between titan checkpoints and Hugging Face folders"}},
+      {"compare", {compare_command, "compare two runs' losses step by step, plot both curves"}},
   };
   return table;
 }

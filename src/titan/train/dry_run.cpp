@@ -2,10 +2,53 @@
 
 #include <fmt/format.h>
 
+#include "titan/components/metrics.h"
 #include "titan/config/resolve.h"
 #include "titan/distributed/parallel_dims.h"
+#include "titan/tools/plan.h"
+#include "titan/train/train_spec.h"
 
 namespace titan::train {
+namespace {
+
+double gib(double bytes) { return bytes / (1024.0 * 1024.0 * 1024.0); }
+
+void print_plan(const tools::LayoutPlan& plan, const distributed::ParallelDims& dims,
+                const config::JobConfig& job, std::ostream& out) {
+  using components::with_commas;
+  const auto& m = plan.memory;
+  const int64_t fsdp = static_cast<int64_t>(dims.dp_shard) * dims.cp;
+  out << fmt::format("  parameters per rank: {} (tp {} splits the attention/FFN matrices and "
+                     "the vocab-parallel embedding and output; FSDP over dp_shard x cp = {} "
+                     "shards every parameter)\n",
+                     with_commas(plan.params_per_rank), dims.tp, fsdp);
+  out << fmt::format("  memory per rank (estimate): {:.2f} GiB\n", gib(m.total()));
+  out << fmt::format("    parameters   {:8.2f} GiB  fp32 shards\n", gib(m.params));
+  out << fmt::format("    gradients    {:8.2f} GiB  fp32 shards\n", gib(m.grads));
+  out << fmt::format("    AdamW state  {:8.2f} GiB  2 x fp32 shards\n", gib(m.optimizer));
+  if (dims.fsdp_enabled()) {
+    out << fmt::format("    FSDP gather  {:8.2f} GiB  largest unit '{}' ({} parameters): {} "
+                       "parameters + {} gradients (reshard_after_forward {})\n",
+                       gib(m.gathered), plan.largest_unit, with_commas(plan.largest_unit_params),
+                       plan.compute_dtype, job.training.mixed_precision_reduce,
+                       job.parallelism.fsdp_reshard_after_forward);
+  } else {
+    out << "    FSDP gather      0.00 GiB  no FSDP: parameters stay whole\n";
+  }
+  out << fmt::format("    activations  {:8.2f} GiB  checkpointing {}; {} tokens per rank in {}; "
+                     "a block keeps {} elements per token without checkpointing ({} with op "
+                     "SAC), / tp {} (sequence parallel)\n",
+                     gib(m.activations), plan.activation_checkpointing,
+                     with_commas(plan.tokens_per_rank), plan.compute_dtype,
+                     with_commas(plan.activation_elements_per_token_layer),
+                     with_commas(plan.op_sac_elements_per_token_layer), dims.tp);
+  out << fmt::format("    logits       {:8.2f} GiB  {} tokens x vocab / tp in {} + fp32 for "
+                     "the loss\n",
+                     gib(m.logits), with_commas(plan.tokens_per_rank), plan.compute_dtype);
+  for (const auto& caveat : plan.caveats) out << "    note: " << caveat << "\n";
+}
+
+}  // namespace
 
 int dry_run(const config::JobConfig& job, int world_size, std::ostream& out) {
   config::validate_for_world(job, world_size);
@@ -19,7 +62,16 @@ int dry_run(const config::JobConfig& job, int world_size, std::ostream& out) {
   out << fmt::format("  data parallel degree {}: local batch {} x seq_len {}, global batch {} "
                      "sequences ({} accumulation step(s)), {} tokens per step\n",
                      dims.dp(), t.local_batch_size, t.seq_len, global,
-                     global / (t.local_batch_size * dims.dp()), global * t.seq_len);
+                     global / (t.local_batch_size * dims.dp()),
+                     components::with_commas(global * t.seq_len));
+  auto model = get_train_spec(job.model.name).build_on_device(job.model.flavor, torch::kMeta);
+  auto plan = tools::plan_layout(*model, job, dims);
+  out << fmt::format("  model: {} parameters ({} in the embedding), {:.3g} training FLOPs per "
+                     "token at seq_len {} (built on the meta device: nothing allocated)\n",
+                     components::with_commas(plan.total_params),
+                     components::with_commas(plan.embedding_params),
+                     static_cast<double>(model->flops_per_token(t.seq_len)), t.seq_len);
+  print_plan(plan, dims, job, out);
   out << "  config is valid for this world size\n";
   return 0;
 }

@@ -19,6 +19,9 @@ struct ModelShape {
   int64_t n_heads = 0;
   int64_t head_dim = 0;
   int64_t vocab_size = 0;
+  int64_t n_kv_heads = 0;      // key/value heads (== n_heads without grouped-query attention)
+  int64_t ffn_hidden_dim = 0;  // SwiGLU hidden width
+  bool qk_norm = false;        // per-head RMSNorm on q and k (Qwen3)
 };
 
 class CausalLM : public torch::nn::Module {

@@ -89,6 +89,9 @@ ModelShape Transformer::shape() const {
   s.n_heads = args_.n_heads;
   s.head_dim = args_.head_size();
   s.vocab_size = args_.vocab_size;
+  s.n_kv_heads = args_.kv_heads();
+  s.ffn_hidden_dim = args_.ffn_hidden();
+  s.qk_norm = args_.qk_norm;
   return s;
 }
 

@@ -1,0 +1,173 @@
+#include "titan/tools/plan.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <unordered_set>
+
+#include "titan/errors.h"
+
+namespace titan::tools {
+namespace {
+
+constexpr int64_t kFp32 = 4;
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// An FSDP unit (TorchTitan wraps the embedding, each block, and the final norm and output):
+// its parameters after tensor parallelism, and this rank's FSDP shard of them.
+struct Unit {
+  std::string name;
+  int64_t tp_params = 0;
+  int64_t rank_params = 0;
+};
+
+// Adds `module`'s parameters not yet `seen` to `unit`. Tensor parallelism splits every 2-D
+// weight (column- or row-wise, vocab-parallel for the embedding and output) and replicates
+// the 1-D norm weights; FSDP then shards each parameter over `fsdp` ranks.
+void add_params(Unit& unit, const std::vector<torch::Tensor>& params, int64_t tp, int64_t fsdp,
+                std::unordered_set<const void*>& seen) {
+  for (const auto& p : params) {
+    if (!seen.insert(p.unsafeGetTensorImpl()).second) continue;
+    int64_t tp_numel = p.dim() == 2 ? ceil_div(p.numel(), tp) : p.numel();
+    unit.tp_params += tp_numel;
+    unit.rank_params += ceil_div(tp_numel, fsdp);
+  }
+}
+
+std::vector<Unit> fsdp_units(models::CausalLM& model, int64_t tp, int64_t fsdp) {
+  std::vector<Unit> units;
+  std::unordered_set<const void*> seen;
+  torch::nn::ModuleList blocks = model.blocks();
+  for (const auto& child : model.named_children()) {
+    if (child.value().get() == blocks.ptr().get()) {
+      for (size_t i = 0; i < blocks->size(); ++i) {
+        units.push_back({fmt::format("{}.{}", child.key(), i)});
+        add_params(units.back(), blocks[i]->parameters(), tp, fsdp, seen);
+      }
+    } else {
+      units.push_back({child.key()});
+      add_params(units.back(), child.value()->parameters(), tp, fsdp, seen);
+    }
+  }
+  units.push_back({"root"});
+  add_params(units.back(), model.parameters(/*recurse=*/false), tp, fsdp, seen);
+  return units;
+}
+
+// Elements one block saves per token for its backward when nothing is recomputed. With
+// d = dim, q = heads x head_dim, kv = kv_heads x head_dim, F = FFN hidden width, a = heads,
+// matching Korthikanti et al.'s GPT terms (which count bytes at 16 bits, hence 2x):
+//   attention_norm input and output (the QKV input)      2d   ("LayerNorm" 2sbh + QKV input 2sbh)
+//   q, k after RoPE, v                                   q + 2kv  (Q, K 4sbh + V 2sbh)
+//   q_norm / k_norm inputs (Qwen3)                        q + kv
+//   attention output (the wo input)                      q    (out-projection input 2sbh)
+//   attention log-sum-exp (no s x s scores are kept)     a    (replaces 5as^2b)
+//   ffn_norm input and output (the w1/w3 input)          2d
+//   SwiGLU: w1 and w3 outputs, silu(w1), the w2 input    4F   (GeLU MLP: 4h + 4h, 2 x 8sbh)
+// No dropout, so no masks (Korthikanti's 2sbh).
+int64_t full_block_elements(const models::ModelShape& s) {
+  const int64_t d = s.dim, q = s.n_heads * s.head_dim, kv = s.n_kv_heads * s.head_dim;
+  return 4 * d + 2 * q + 2 * kv + (s.qk_norm ? q + kv : 0) + s.n_heads + 4 * s.ffn_hidden_dim;
+}
+
+// Op-level selective checkpointing keeps the block input and the outputs of the matmuls
+// (wq, wk, wv, wo, w1, w3, w2) and of attention; norms, RoPE and the SwiGLU product are
+// recomputed. (TorchTitan's policy keeps every other matmul output: this is an upper bound.)
+int64_t op_sac_elements(const models::ModelShape& s) {
+  const int64_t d = s.dim, q = s.n_heads * s.head_dim, kv = s.n_kv_heads * s.head_dim;
+  return d + (q + 2 * kv) + d + 2 * s.ffn_hidden_dim + d + q + s.n_heads;
+}
+
+// Elements saved per token over all blocks, and the mode's description.
+std::pair<int64_t, std::string> saved_elements(const config::ActivationCheckpointSection& ac,
+                                               const models::ModelShape& s) {
+  const int64_t layers = s.n_layers, full = full_block_elements(s), input = s.dim;
+  if (ac.mode == "none") return {layers * full, "none"};
+  // Checkpointed blocks keep their input; one block at a time is recomputed during backward.
+  if (ac.mode == "full") return {layers * input + full, "full"};
+  if (ac.selective_ac_option == "op") {
+    return {layers * op_sac_elements(s) + full, "selective op"};
+  }
+  const std::string& option = ac.selective_ac_option;
+  auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
+  const bool digits = !option.empty() && option.size() < 10 &&
+                      std::all_of(option.begin(), option.end(), is_digit);
+  const int64_t every = digits ? std::stoll(option) : 0;
+  if (every <= 0) {
+    throw ConfigError(fmt::format("activation_checkpoint.selective_ac_option = '{}': expected "
+                                  "'op' or a positive integer",
+                                  ac.selective_ac_option));
+  }
+  // TorchTitan checkpoints the blocks whose 1-based index is a multiple of `every`.
+  const int64_t checkpointed = layers / every;
+  return {checkpointed * input + (layers - checkpointed) * full + (checkpointed > 0 ? full : 0),
+          fmt::format("selective, every {} block(s)", every)};
+}
+
+}  // namespace
+
+int64_t dtype_bytes(const std::string& dtype) {
+  if (dtype == "bfloat16") return 2;
+  if (dtype == "float32") return 4;
+  throw ConfigError(fmt::format("training.mixed_precision_param / mixed_precision_reduce: "
+                                "'{}' is not a dtype (expected bfloat16 or float32)",
+                                dtype));
+}
+
+LayoutPlan plan_layout(models::CausalLM& model, const config::JobConfig& job,
+                       const distributed::ParallelDims& dims) {
+  const models::ModelShape shape = model.shape();
+  const int64_t tp = dims.tp, fsdp = static_cast<int64_t>(dims.dp_shard) * dims.cp;
+  LayoutPlan plan;
+  plan.total_params = model.num_params();
+  plan.embedding_params = model.num_embedding_params();
+  plan.compute_dtype = dims.fsdp_enabled() ? job.training.mixed_precision_param : "float32";
+  const int64_t compute_bytes = dtype_bytes(plan.compute_dtype);
+  const int64_t reduce_bytes = dtype_bytes(job.training.mixed_precision_reduce);
+
+  int64_t gathered_all = 0;
+  for (const auto& unit : fsdp_units(model, tp, fsdp)) {
+    plan.params_per_rank += unit.rank_params;
+    gathered_all += unit.tp_params;
+    if (unit.tp_params > plan.largest_unit_params) {
+      plan.largest_unit = unit.name;
+      plan.largest_unit_params = unit.tp_params;
+    }
+  }
+
+  MemoryEstimate& m = plan.memory;
+  m.params = static_cast<double>(plan.params_per_rank) * kFp32;
+  m.grads = static_cast<double>(plan.params_per_rank) * kFp32;
+  m.optimizer = 2.0 * plan.params_per_rank * kFp32;
+  if (dims.fsdp_enabled()) {
+    const bool keep_gathered = job.parallelism.fsdp_reshard_after_forward == "never";
+    m.gathered = static_cast<double>(keep_gathered ? gathered_all : plan.largest_unit_params) *
+                     compute_bytes +
+                 static_cast<double>(plan.largest_unit_params) * reduce_bytes;
+  }
+
+  plan.tokens_per_rank = job.training.local_batch_size * job.training.seq_len / dims.cp;
+  plan.activation_elements_per_token_layer = full_block_elements(shape);
+  plan.op_sac_elements_per_token_layer = op_sac_elements(shape);
+  auto [saved, mode] = saved_elements(job.activation_checkpoint, shape);
+  plan.activation_checkpointing = mode;
+  // Sequence parallelism splits the norm regions by tp, tensor parallelism the rest.
+  m.activations = static_cast<double>(saved) * plan.tokens_per_rank * compute_bytes / tp;
+  m.logits = static_cast<double>(plan.tokens_per_rank) * ceil_div(shape.vocab_size, tp) *
+             (compute_bytes + kFp32);
+
+  if (dims.pp > 1) {
+    plan.caveats.push_back(fmt::format(
+        "pipeline_parallel_degree = {} is not modelled: figures are for the whole model, not "
+        "one stage",
+        dims.pp));
+  }
+  if (dims.ep > 1) {
+    plan.caveats.push_back(fmt::format(
+        "expert_parallel_degree = {} is not modelled (dense model assumed)", dims.ep));
+  }
+  return plan;
+}
+
+}  // namespace titan::tools

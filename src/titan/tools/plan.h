@@ -1,0 +1,84 @@
+// Per-rank parameter count and memory estimate of a training layout, computed from a
+// shape-only (meta-device) model without allocating it: what each rank holds under FSDP, tensor
+// parallelism and activation checkpointing. The fake-backend dry run prints it; a `titan plan`
+// can reuse it for other device profiles.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "titan/config/job_config.h"
+#include "titan/distributed/parallel_dims.h"
+#include "titan/models/common/causal_lm.h"
+
+namespace titan::tools {
+
+/// Bytes one rank holds at its peak (the backward of the first block), by kind.
+struct MemoryEstimate {
+  /// Parameter shards in fp32 (the master copy the optimizer updates).
+  double params = 0;
+  /// Gradient shards in fp32 (mixed_precision_reduce) after the reduce-scatter.
+  double grads = 0;
+  /// AdamW exp_avg and exp_avg_sq: 2 fp32 tensors per parameter shard.
+  double optimizer = 0;
+  /// FSDP working set: the largest unit's gathered parameters (mixed_precision_param) and its
+  /// unsharded gradients (mixed_precision_reduce) before the reduce-scatter; with
+  /// fsdp_reshard_after_forward = "never", every unit's gathered parameters stay. 0 without FSDP.
+  double gathered = 0;
+  /// Activations saved for backward by all blocks under the activation-checkpointing mode, plus
+  /// one block's full set while it is recomputed (see activation_elements_per_token_layer).
+  double activations = 0;
+  /// Output logits of one micro-batch (compute dtype) and the fp32 copy the loss takes.
+  double logits = 0;
+
+  double total() const { return params + grads + optimizer + gathered + activations + logits; }
+};
+
+/// The plan of one layout. Parameter counts are elements; sharded counts round up (FSDP pads a
+/// parameter to a multiple of its degree; the padding to whole rows is ignored).
+struct LayoutPlan {
+  int64_t total_params = 0;      // whole model, tied tensors counted once
+  int64_t embedding_params = 0;  // token embedding
+  /// After tensor parallelism (2-D weights: attention and FFN matrices, vocab-parallel
+  /// embedding and output, divided by tp; norm weights replicated) and FSDP (every parameter
+  /// divided by dp_shard x cp).
+  int64_t params_per_rank = 0;
+  /// The largest FSDP unit (the embedding, one block "layers.N", the final norm, the output)
+  /// and its parameters after tensor parallelism: what one all-gather materialises.
+  std::string largest_unit;
+  int64_t largest_unit_params = 0;
+  /// Tokens in one micro-batch on one rank: local_batch_size x seq_len / cp.
+  int64_t tokens_per_rank = 0;
+  /// Dtype of gathered parameters and activations: mixed_precision_param under FSDP, float32
+  /// otherwise (TorchTitan applies mixed precision through FSDP only).
+  std::string compute_dtype;
+  /// Elements one block saves per token for backward without checkpointing, before the
+  /// division by tp (see plan.cpp for the tensor list), and with op-level selective
+  /// checkpointing.
+  int64_t activation_elements_per_token_layer = 0;
+  int64_t op_sac_elements_per_token_layer = 0;
+  /// "none", "full", "selective op", "selective, every 2 block(s)".
+  std::string activation_checkpointing;
+  MemoryEstimate memory;  // bytes per rank
+  /// What the estimate leaves out for this layout (pipeline or expert parallelism).
+  std::vector<std::string> caveats;
+};
+
+/// Plans `job` on the mesh `dims` for `model`, whose parameters may live on torch::kMeta.
+/// Throws ConfigError when activation_checkpoint.selective_ac_option is neither "op" nor a
+/// positive integer.
+///
+/// Activations follow Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
+/// Transformer Models" (per layer 34*s*b*h + 5*a*s^2*b bytes for a 16-bit GPT block), redone
+/// for this block (RMSNorm, grouped-query attention, SwiGLU, no dropout) and for attention that
+/// keeps no s x s scores (chunked / flash-style, recomputed in backward); with tensor and
+/// sequence parallelism every saved tensor is divided by tp.
+LayoutPlan plan_layout(models::CausalLM& model, const config::JobConfig& job,
+                       const distributed::ParallelDims& dims);
+
+/// Bytes per element of a training.mixed_precision_* value ("bfloat16" 2, "float32" 4);
+/// throws ConfigError for any other name.
+int64_t dtype_bytes(const std::string& dtype);
+
+}  // namespace titan::tools

@@ -1,0 +1,134 @@
+// The layout planner on meta-device models: parameter counts and memory against hand
+// computations, and how FSDP, TP and activation checkpointing change them.
+#include "titan/tools/plan.h"
+
+#include <gtest/gtest.h>
+
+#include "titan/errors.h"
+#include "titan/train/train_spec.h"
+
+namespace titan::tools {
+namespace {
+
+// Llama 3.1 8B by hand: dim 4096, 32 layers, 32 heads, 8 KV heads (head_dim 128), FFN hidden
+// 14336, vocab 128256, untied output.
+constexpr int64_t kDim = 4096, kKv = 1024, kFfn = 14336, kVocab = 128256, kLayers = 32;
+constexpr int64_t kBlock = 2 * kDim * kDim + 2 * kDim * kKv + 3 * kDim * kFfn + 2 * kDim;
+constexpr int64_t kNormParams = kLayers * 2 * kDim + kDim;  // the 1-D (replicated) weights
+constexpr int64_t kLlama8B = kLayers * kBlock + 2 * kVocab * kDim + kDim;
+static_assert(kLlama8B == 8'030'261'248, "Llama 3.1 8B has 8,030,261,248 parameters");
+
+std::shared_ptr<models::CausalLM> meta_model(const std::string& family, const std::string& flavor) {
+  return train::get_train_spec(family).build_on_device(flavor, torch::kMeta);
+}
+
+config::JobConfig job_for(const std::string& family, const std::string& flavor) {
+  config::JobConfig job;
+  job.model.name = family;
+  job.model.flavor = flavor;
+  job.training.local_batch_size = 1;
+  job.training.seq_len = 8192;
+  job.activation_checkpoint.mode = "none";
+  return job;
+}
+
+distributed::ParallelDims mesh(int dp_shard, int tp) {
+  distributed::ParallelDims d;
+  d.dp_shard = dp_shard;
+  d.tp = tp;
+  d.world_size = dp_shard * tp;
+  return d;
+}
+
+TEST(Plan, Llama8BOnOneRankHoldsEverythingInFp32) {
+  auto model = meta_model("llama3", "8B");
+  auto plan = plan_layout(*model, job_for("llama3", "8B"), mesh(1, 1));
+  EXPECT_EQ(plan.total_params, kLlama8B);
+  EXPECT_EQ(plan.embedding_params, kVocab * kDim);
+  EXPECT_EQ(plan.params_per_rank, kLlama8B);
+  EXPECT_DOUBLE_EQ(plan.memory.params, 4.0 * kLlama8B);     // 29.9 GiB
+  EXPECT_DOUBLE_EQ(plan.memory.grads, 4.0 * kLlama8B);
+  EXPECT_DOUBLE_EQ(plan.memory.optimizer, 8.0 * kLlama8B);  // exp_avg + exp_avg_sq
+  EXPECT_EQ(plan.memory.gathered, 0.0);
+  EXPECT_EQ(plan.compute_dtype, "float32");
+  EXPECT_EQ(plan.largest_unit, "tok_embeddings");
+  EXPECT_EQ(plan.largest_unit_params, kVocab * kDim);
+}
+
+TEST(Plan, ActivationsWithoutCheckpointingFollowTheDocumentedFormula) {
+  auto model = meta_model("llama3", "8B");
+  auto plan = plan_layout(*model, job_for("llama3", "8B"), mesh(1, 1));
+  // 2 norms x (input + output) + q, k, v + attention output + log-sum-exp + 4 SwiGLU tensors.
+  const int64_t per_token = 4 * kDim + (kDim + 2 * kKv) + kDim + 32 + 4 * kFfn;
+  EXPECT_EQ(plan.activation_elements_per_token_layer, per_token);
+  EXPECT_EQ(plan.tokens_per_rank, 8192);
+  EXPECT_DOUBLE_EQ(plan.memory.activations, 4.0 * kLayers * per_token * 8192);
+  EXPECT_DOUBLE_EQ(plan.memory.logits, 8192.0 * kVocab * (4 + 4));
+}
+
+TEST(Plan, DoublingFsdpHalvesThePerRankState) {
+  auto model = meta_model("llama3", "8B");
+  auto job = job_for("llama3", "8B");
+  auto p8 = plan_layout(*model, job, mesh(8, 1));
+  auto p16 = plan_layout(*model, job, mesh(16, 1));
+  EXPECT_EQ(p8.params_per_rank, kLlama8B / 8);
+  EXPECT_EQ(p8.params_per_rank, 2 * p16.params_per_rank);
+  EXPECT_DOUBLE_EQ(p8.memory.optimizer, 2 * p16.memory.optimizer);
+  // The all-gather working set and the activations do not depend on the FSDP degree.
+  EXPECT_DOUBLE_EQ(p8.memory.gathered, p16.memory.gathered);
+  EXPECT_DOUBLE_EQ(p8.memory.activations, p16.memory.activations);
+  // Under FSDP, compute runs in mixed_precision_param: bf16 gathered params, fp32 grads.
+  EXPECT_EQ(p8.compute_dtype, "bfloat16");
+  EXPECT_DOUBLE_EQ(p8.memory.gathered, kVocab * kDim * (2.0 + 4.0));
+}
+
+TEST(Plan, TensorParallelSplitsMatricesAndReplicatesNorms) {
+  auto model = meta_model("llama3", "8B");
+  auto job = job_for("llama3", "8B");
+  auto plan = plan_layout(*model, job, mesh(16, 4));
+  EXPECT_EQ(plan.params_per_rank, ((kLlama8B - kNormParams) / 4 + kNormParams) / 16);
+  EXPECT_EQ(plan.largest_unit_params, kVocab * kDim / 4);
+  auto no_tp = plan_layout(*model, job, mesh(16, 1));
+  EXPECT_DOUBLE_EQ(plan.memory.activations, no_tp.memory.activations / 4);
+  EXPECT_DOUBLE_EQ(plan.memory.logits, no_tp.memory.logits / 4);
+}
+
+TEST(Plan, CheckpointingModesOrderTheActivationMemory) {
+  auto model = meta_model("qwen3", "8B");
+  auto job = job_for("qwen3", "8B");
+  auto activations = [&](const std::string& mode, const std::string& option) {
+    job.activation_checkpoint.mode = mode;
+    job.activation_checkpoint.selective_ac_option = option;
+    return plan_layout(*model, job, mesh(16, 4)).memory.activations;
+  };
+  double none = activations("none", "op"), full = activations("full", "op");
+  double op = activations("selective", "op"), every2 = activations("selective", "2");
+  EXPECT_GT(none, op);
+  EXPECT_GT(op, full);
+  EXPECT_GT(none, every2);
+  EXPECT_GT(every2, full);
+  // Full checkpointing keeps each block's input (dim per token) and one block's activations.
+  auto plan = plan_layout(*model, job, mesh(16, 4));
+  const double tokens = 8192, bytes = 2, tp = 4;
+  EXPECT_DOUBLE_EQ(full, (36 * 4096 + plan.activation_elements_per_token_layer) * tokens *
+                             bytes / tp);
+  EXPECT_THROW(activations("selective", "often"), ConfigError);
+}
+
+TEST(Plan, Qwen3_8BOnTp4Fsdp16FitsInAFewGiB) {
+  auto model = meta_model("qwen3", "8B");
+  auto job = job_for("qwen3", "8B");
+  job.training.seq_len = 4096;
+  job.activation_checkpoint.mode = "selective";
+  job.activation_checkpoint.selective_ac_option = "op";
+  auto plan = plan_layout(*model, job, mesh(16, 4));
+  EXPECT_EQ(plan.total_params, model->num_params());
+  EXPECT_NEAR(static_cast<double>(plan.params_per_rank), plan.total_params / 64.0,
+              0.01 * plan.total_params / 64.0);
+  EXPECT_GT(plan.memory.total(), 2.0 * (1 << 30));
+  EXPECT_LT(plan.memory.total(), 12.0 * (1 << 30));
+  EXPECT_TRUE(plan.caveats.empty());
+}
+
+}  // namespace
+}  // namespace titan::tools

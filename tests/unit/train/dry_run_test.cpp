@@ -1,0 +1,84 @@
+// The fake-backend dry run: prints the layout, the parameter counts and the memory estimate of
+// a 64-rank Qwen3 8B config, and plans it without allocating the model.
+#include "titan/train/dry_run.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+
+#include "support/process.h"
+#include "titan/config/resolve.h"
+
+namespace titan::train {
+namespace {
+
+config::JobConfig named(const std::string& module, const std::string& name) {
+  return config::resolve(config::parse_command_line({"--module", module, "--config", name}));
+}
+
+TEST(DryRun, Qwen3_8BTp4Fsdp16PrintsLayoutParametersAndMemory) {
+  std::ostringstream out;
+  EXPECT_EQ(dry_run(named("qwen3", "qwen3_8b_tp4_fsdp16_sac"), 64, out), 0);
+  const std::string text = out.str();
+  for (const char* expected :
+       {"dp_shard 16", "tp 4", "world 64", "parameters per rank:", "memory per rank (estimate)",
+        "AdamW state", "FSDP gather", "checkpointing selective op", "bfloat16",
+        "65,536 tokens per step"}) {
+    EXPECT_NE(text.find(expected), std::string::npos) << expected << "\n" << text;
+  }
+}
+
+TEST(DryRun, DebugConfigsFitTheirWorld) {
+  for (const auto& [module, config] : {std::pair<std::string, std::string>{
+                                           "llama3", "llama3_debugmodel_tp2_fsdp2_sac"},
+                                       {"qwen3", "qwen3_debugmodel_tp2_fsdp2_sac"},
+                                       {"llama3", "llama3_8b_tp4_fsdp16_sac"}}) {
+    std::ostringstream out;
+    const int world = config.find("debug") != std::string::npos ? 4 : 64;
+    EXPECT_EQ(dry_run(named(module, config), world, out), 0) << config;
+    EXPECT_NE(out.str().find(world == 4 ? "dp_shard 2" : "dp_shard 16"), std::string::npos)
+        << out.str();
+  }
+}
+
+// Runs the binary as run_train.sh would, measuring its wall time and peak resident memory.
+TEST(DryRun, ThroughTheLauncherItAllocatesNothing) {
+  auto dir = testing::make_temp_dir("titan_dry_run");
+  const std::string log = (dir / "out.txt").string();
+  const std::string binary = testing::titan_binary();
+  auto start = std::chrono::steady_clock::now();
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    setenv("COMM_MODE", "fake_backend", 1);
+    setenv("NGPU", "64", 1);
+    execl(binary.c_str(), binary.c_str(), "launch", "--module", "qwen3", "--config",
+          "qwen3_8b_tp4_fsdp16_sac", static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  int status = 0;
+  rusage usage{};
+  ASSERT_EQ(wait4(pid, &status, 0, &usage), pid);
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::ifstream in(log);
+  std::string output((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << output;
+  EXPECT_NE(output.find("dp_shard 16"), std::string::npos) << output;
+  EXPECT_NE(output.find("memory per rank"), std::string::npos) << output;
+  EXPECT_LT(seconds, 10.0) << output;
+  const double peak_gib = usage.ru_maxrss / (1024.0 * 1024.0);  // ru_maxrss: KiB on Linux
+  EXPECT_LT(peak_gib, 1.0) << "peak RSS " << peak_gib << " GiB\n" << output;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace titan::train
