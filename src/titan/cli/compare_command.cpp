@@ -15,7 +15,7 @@ namespace titan::cli {
 namespace fs = std::filesystem;
 namespace {
 
-constexpr const char* kUsage =
+constexpr const char* kCompareUsage =
     "Usage: titan compare DIR_A DIR_B [--rtol R] [--force] [--plot FILE]\n"
     "Compares the per-step losses of two runs (their metrics.jsonl), A being the baseline.\n"
     "Refuses runs with different tokens per step, tokenizer or dataset files (run_manifest.json)\n"
@@ -113,12 +113,12 @@ void write_plot(const tools::RunRecord& a, const tools::RunRecord& b, const fs::
 
 int compare_command(const Args& args) {
   if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
-    std::cout << kUsage;
+    std::cout << kCompareUsage;
     return 0;
   }
   CompareArgs options;
   if (std::string error = parse(args, options); !error.empty()) {
-    std::cerr << "titan compare: " << error << "\n" << kUsage;
+    std::cerr << "titan compare: " << error << "\n" << kCompareUsage;
     return 2;
   }
   try {

@@ -19,7 +19,7 @@ namespace {
 
 namespace ckpt = components::checkpoint;
 
-constexpr const char* kUsage =
+constexpr const char* kConvertUsage =
     "Usage: titan convert --to hf --checkpoint DIR/step-N --output OUT\n"
     "                     [--export_dtype float32|bfloat16|float16] [--max_shard_bytes BYTES]\n"
     "       titan convert --to titan --hf_assets_path HF_DIR --output DIR/step-N\n"
@@ -42,7 +42,7 @@ Options parse(const Args& args) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
     if (arg.rfind("--", 0) != 0) {
-      throw ConfigError(fmt::format("convert: unexpected argument '{}'\n{}", arg, kUsage));
+      throw ConfigError(fmt::format("convert: unexpected argument '{}'\n{}", arg, kConvertUsage));
     }
     std::string key = arg.substr(2);
     std::optional<std::string> value;
@@ -67,7 +67,7 @@ const std::string& required(const Options& o, const std::string& key) {
   auto it = o.find(key);
   if (it == o.end() || it->second.empty()) {
     throw ConfigError(
-        fmt::format("convert --to {}: --{} is required\n{}", o.at("to"), key, kUsage));
+        fmt::format("convert --to {}: --{} is required\n{}", o.at("to"), key, kConvertUsage));
   }
   return it->second;
 }
@@ -76,7 +76,7 @@ void refuse(const Options& o, const std::vector<std::string>& keys) {
   for (const auto& key : keys) {
     if (o.count(key)) {
       throw ConfigError(fmt::format("convert --to {}: --{} does not apply\n{}", o.at("to"), key,
-                                    kUsage));
+                                    kConvertUsage));
     }
   }
 }
@@ -131,13 +131,13 @@ int to_titan(const Options& o) {
 
 int convert_command(const Args& args) {
   if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
-    std::cout << kUsage;
+    std::cout << kConvertUsage;
     return 0;
   }
   const Options o = parse(args);
   auto to = o.find("to");
   if (to == o.end() || (to->second != "hf" && to->second != "titan")) {
-    throw ConfigError(fmt::format("convert: --to must be hf or titan\n{}", kUsage));
+    throw ConfigError(fmt::format("convert: --to must be hf or titan\n{}", kConvertUsage));
   }
   return to->second == "hf" ? to_hf(o) : to_titan(o);
 }

@@ -69,7 +69,7 @@ std::vector<int64_t> parse_ids(const std::string& text) {
   return ids;
 }
 
-GenerateArgs parse(const Args& args) {
+GenerateArgs parse_generate_args(const Args& args) {
   static const std::vector<std::string> valued = {"hf_assets_path", "prompt_ids", "prompt", "tokenizer",
                                                   "max_new_tokens", "temperature", "top_k", "seed"};
   GenerateArgs out;
@@ -155,7 +155,7 @@ int generate_command(const Args& args) {
     std::cout << kGenerateUsage;
     return 0;
   }
-  GenerateArgs ga = parse(args);
+  GenerateArgs ga = parse_generate_args(args);
   auto tokenizer = find_tokenizer(ga);
   if (ga.prompt_text) {
     if (!tokenizer) {

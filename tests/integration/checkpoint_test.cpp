@@ -1,0 +1,87 @@
+// Checkpoints in real training runs: stopping at step 10 and resuming gives exactly the
+// per-step losses of an uninterrupted run (1 rank and FSDP 2, synchronous and async saves), and
+// a checkpoint written under FSDP 4 resumes under 1 rank and FSDP 2 following the FSDP 4 run.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "support/training.h"
+
+namespace titan {
+namespace {
+
+using testing::train;
+using testing::TrainRun;
+
+// Constant learning rate, so that a run of 10 steps and a run of 20 agree on every step's lr.
+const std::string kCommon =
+    "--module llama3 --config llama3_debugmodel --training.seq_len 64 "
+    "--training.global_batch_size 8 --lr_scheduler.warmup_steps 0 "
+    "--lr_scheduler.decay_ratio 0 --checkpoint.interval 5 ";
+
+TrainRun run_in(const std::filesystem::path& dump, const std::string& env,
+                const std::string& args) {
+  TrainRun r;
+  r.dump = dump;
+  r.command = testing::run_command(env + " " + testing::titan_binary() + " launch " + kCommon +
+                                   args + " --training.dataset_path " + testing::shakespeare() +
+                                   " --metrics.log_freq 1 --job.dump_folder " + dump.string());
+  EXPECT_EQ(r.command.exit_code, 0) << r.command.output;
+  std::ifstream in(dump / "metrics.jsonl");
+  std::string line;
+  while (std::getline(in, line)) r.records.push_back(nlohmann::json::parse(line));
+  return r;
+}
+
+// 10 steps, then a second start that resumes and trains to 20, in one dump folder.
+TrainRun stop_and_resume(const std::string& first_env, const std::string& second_env,
+                         const std::string& first_args, const std::string& second_args) {
+  auto dump = testing::make_temp_dir("titan_resume");
+  run_in(dump, first_env, first_args + " --training.steps 10 --checkpoint.enable");
+  EXPECT_TRUE(std::filesystem::exists(dump / "checkpoint" / "step-10"));
+  auto resumed = run_in(dump, second_env, second_args + " --training.steps 20 --checkpoint.enable");
+  EXPECT_NE(resumed.command.output.find("Resumed from"), std::string::npos)
+      << resumed.command.output;
+  return resumed;
+}
+
+void expect_losses(const TrainRun& ref, const TrainRun& got, double rtol) {
+  auto a = ref.losses(), b = got.losses();
+  ASSERT_EQ(a.size(), 20u);
+  ASSERT_EQ(b.size(), 20u);
+  for (size_t s = 0; s < 20; ++s) {
+    if (rtol == 0) {
+      EXPECT_EQ(b[s], a[s]) << "step " << s + 1;
+    } else {
+      EXPECT_NEAR(b[s], a[s], rtol * std::abs(a[s])) << "step " << s + 1;
+    }
+  }
+}
+
+TEST(CheckpointResume, BitExactOnOneRankAndFsdp2SyncAndAsync) {
+  for (const std::string& async : {"disabled", "async"}) {
+    for (const auto& [env, batch] : {std::pair<std::string, std::string>{"NGPU=1", "8"},
+                                     std::pair<std::string, std::string>{"NGPU=2", "4"}}) {
+      std::string args = "--training.local_batch_size " + batch + " --checkpoint.async_mode " + async;
+      auto straight = run_in(testing::make_temp_dir("titan_straight"), env,
+                             args + " --training.steps 20");
+      auto resumed = stop_and_resume(env, env, args, args);
+      SCOPED_TRACE(env + " async_mode " + async);
+      expect_losses(straight, resumed, 0.0);
+    }
+  }
+}
+
+TEST(CheckpointResume, Fsdp4CheckpointResumesUnderOtherLayouts) {
+  auto fsdp4 = run_in(testing::make_temp_dir("titan_fsdp4"), "NGPU=4",
+                      "--training.local_batch_size 2 --training.steps 20");
+  auto on_one = stop_and_resume("NGPU=4", "NGPU=1", "--training.local_batch_size 2",
+                                "--training.local_batch_size 8");
+  expect_losses(fsdp4, on_one, 1e-5);
+  auto on_two = stop_and_resume("NGPU=4", "NGPU=2", "--training.local_batch_size 2",
+                                "--training.local_batch_size 4");
+  expect_losses(fsdp4, on_two, 1e-5);
+}
+
+}  // namespace
+}  // namespace titan
