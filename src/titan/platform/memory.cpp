@@ -21,28 +21,40 @@ void add_live(int64_t delta) {
   }
 }
 
-// Delegates to LibTorch's CPU allocator and counts the bytes of each live allocation.
+// Delegates to LibTorch's CPU allocator and counts the bytes of each live allocation. The
+// size lives in a 64-byte header in front of the data (keeping the allocator's 64-byte
+// alignment), so that the data pointer is also the deleter's context, as raw_allocate()
+// (oneDNN's bf16 GEMMs) requires.
 class CountingAllocator final : public c10::Allocator {
  public:
   explicit CountingAllocator(c10::Allocator* base) : base_(base) {}
 
   c10::DataPtr allocate(size_t nbytes) const override {
-    auto* record = new Record{base_->allocate(nbytes), static_cast<int64_t>(nbytes)};
-    add_live(record->bytes);
-    void* data = record->inner.get();
-    return {data, record, &release, record->inner.device()};
+    c10::DeleterFnPtr base_free = base_->raw_deleter();
+    c10::DataPtr inner = base_->allocate(nbytes + kHeader);
+    if (!base_free || inner.get() != inner.get_context()) return base_->allocate(nbytes);
+    c10::Device device = inner.device();
+    auto* header = static_cast<Header*>(inner.release_context());
+    header->bytes = static_cast<int64_t>(nbytes);
+    header->base_free = base_free;
+    add_live(header->bytes);
+    void* data = reinterpret_cast<char*>(header) + kHeader;
+    return {data, data, &release, device};
   }
 
+  c10::DeleterFnPtr raw_deleter() const override { return &release; }
+
  private:
-  struct Record {
-    c10::DataPtr inner;
+  static constexpr size_t kHeader = 64;
+  struct Header {
     int64_t bytes;
+    c10::DeleterFnPtr base_free;
   };
 
-  static void release(void* ctx) {
-    auto* record = static_cast<Record*>(ctx);
-    add_live(-record->bytes);
-    delete record;
+  static void release(void* data) {
+    auto* header = reinterpret_cast<Header*>(static_cast<char*>(data) - kHeader);
+    add_live(-header->bytes);
+    header->base_free(header);
   }
 
   c10::Allocator* base_;
