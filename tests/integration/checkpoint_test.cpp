@@ -83,5 +83,27 @@ TEST(CheckpointResume, Fsdp4CheckpointResumesUnderOtherLayouts) {
   expect_losses(fsdp4, on_two, 1e-5);
 }
 
+TEST(CheckpointGenerate, ScoresTheSameAsItsHuggingFaceExport) {
+  auto dump = testing::make_temp_dir("titan_generate");
+  run_in(dump, "NGPU=2", "--training.local_batch_size 4 --training.steps 5 --checkpoint.enable");
+  auto step = (dump / "checkpoint" / "step-5").string();
+  auto hf = (dump / "hf").string();
+  auto convert = testing::run_command(testing::titan_binary() + " convert --to hf --checkpoint " +
+                                      step + " --output " + hf);
+  ASSERT_EQ(convert.exit_code, 0) << convert.output;
+  const std::string prompt = " --prompt_ids 256,70,105,114,115,116 --score";
+  auto from_ckpt = testing::run_command(testing::titan_binary() + " generate --checkpoint " +
+                                        step + prompt);
+  auto from_hf = testing::run_command(testing::titan_binary() + " generate --hf_assets_path " +
+                                      hf + prompt);
+  ASSERT_EQ(from_ckpt.exit_code, 0) << from_ckpt.output;
+  ASSERT_EQ(from_ckpt.output.rfind("loss: ", 0), 0u) << from_ckpt.output;
+  EXPECT_EQ(from_ckpt.output, from_hf.output);
+  auto greedy = testing::run_command(testing::titan_binary() + " generate --checkpoint " + step +
+                                     " --prompt_ids 256,70 --max_new_tokens 5");
+  EXPECT_EQ(greedy.exit_code, 0) << greedy.output;
+  EXPECT_EQ(greedy.output.rfind("ids: ", 0), 0u) << greedy.output;
+}
+
 }  // namespace
 }  // namespace titan

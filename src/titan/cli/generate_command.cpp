@@ -7,7 +7,9 @@
 #include <optional>
 
 #include "titan/cli/commands.h"
+#include "titan/components/checkpoint/checkpoint_metadata.h"
 #include "titan/components/checkpoint/hf_folder.h"
+#include "titan/components/checkpoint/shard_reader.h"
 #include "titan/components/tokenizer/tokenizer.h"
 #include "titan/errors.h"
 #include "titan/models/common/generate.h"
@@ -17,17 +19,19 @@ namespace titan::cli {
 namespace {
 
 constexpr const char* kGenerateUsage =
-    "Usage: titan generate --hf_assets_path DIR (--prompt_ids 1,2,3 | --prompt TEXT)\n"
+    "Usage: titan generate (--hf_assets_path DIR | --checkpoint DIR/step-N)\n"
+    "                      (--prompt_ids 1,2,3 | --prompt TEXT)\n"
     "                      [--tokenizer PATH] [--max_new_tokens N] [--temperature T]\n"
     "                      [--top_k K] [--seed S] [--score]\n"
     "  Loads a Hugging Face folder (config.json + safetensors; the family comes from\n"
-    "  config.json's model_type) and prints `ids: ...`, the generated ids (temperature 0 =\n"
+    "  config.json's model_type) or a titan checkpoint (family and flavor from its metadata) and prints `ids: ...`, the generated ids (temperature 0 =\n"
     "  greedy), and `text: ...` when a tokenizer is available (--tokenizer, or a tokenizer.json /\n"
     "  tokenizer.model in DIR). --prompt encodes TEXT with BOS prepended when the tokenizer has\n"
     "  one. With --score, prints `loss: X`, the mean next-token cross-entropy of the prompt.\n";
 
 struct GenerateArgs {
   std::string hf_assets_path;
+  std::string checkpoint;
   std::string tokenizer_path;
   std::optional<std::string> prompt_text;
   std::vector<int64_t> prompt_ids;
@@ -70,7 +74,7 @@ std::vector<int64_t> parse_ids(const std::string& text) {
 }
 
 GenerateArgs parse_generate_args(const Args& args) {
-  static const std::vector<std::string> valued = {"hf_assets_path", "prompt_ids", "prompt", "tokenizer",
+  static const std::vector<std::string> valued = {"hf_assets_path", "checkpoint", "prompt_ids", "prompt", "tokenizer",
                                                   "max_new_tokens", "temperature", "top_k", "seed"};
   GenerateArgs out;
   bool have_ids = false;
@@ -101,6 +105,8 @@ GenerateArgs parse_generate_args(const Args& args) {
     }
     if (key == "hf_assets_path") {
       out.hf_assets_path = *value;
+    } else if (key == "checkpoint") {
+      out.checkpoint = *value;
     } else if (key == "prompt_ids") {
       out.prompt_ids = parse_ids(*value);
       have_ids = true;
@@ -118,8 +124,10 @@ GenerateArgs parse_generate_args(const Args& args) {
       out.options.seed = static_cast<uint64_t>(parse_int(key, *value));
     }
   }
-  if (out.hf_assets_path.empty()) {
-    throw ConfigError(fmt::format("generate: --hf_assets_path is required\n{}", kGenerateUsage));
+  if (out.hf_assets_path.empty() == out.checkpoint.empty()) {
+    throw ConfigError(fmt::format("generate: give exactly one of --hf_assets_path and "
+                                  "--checkpoint\n{}",
+                                  kGenerateUsage));
   }
   if (have_ids == out.prompt_text.has_value()) {
     throw ConfigError(fmt::format("generate: give exactly one of --prompt_ids and --prompt\n{}",
@@ -132,6 +140,7 @@ GenerateArgs parse_generate_args(const Args& args) {
 std::unique_ptr<components::Tokenizer> find_tokenizer(const GenerateArgs& ga) {
   if (!ga.tokenizer_path.empty()) return components::load_tokenizer(ga.tokenizer_path);
   namespace fs = std::filesystem;
+  if (ga.hf_assets_path.empty()) return nullptr;
   for (const char* name : {"tokenizer.json", "tokenizer.model"}) {
     if (fs::exists(fs::path(ga.hf_assets_path) / name)) {
       return components::load_tokenizer(ga.hf_assets_path);
@@ -146,6 +155,33 @@ std::vector<int64_t> encode_prompt(const components::Tokenizer& tokenizer,
   if (auto bos = tokenizer.bos_id()) ids.push_back(*bos);
   for (int32_t id : tokenizer.encode(text)) ids.push_back(id);
   return ids;
+}
+
+// The model of a titan checkpoint folder (any parallel layout), weights in float32.
+std::shared_ptr<models::CausalLM> load_checkpoint_model(const std::string& dir) {
+  namespace ckpt = components::checkpoint;
+  auto metadata = ckpt::read_metadata(dir);
+  const auto& spec = train::get_train_spec(metadata.model.family);
+  auto model = spec.build(metadata.model.flavor);
+  ckpt::ShardedStateDict pieces;
+  for (const auto& item : model->named_parameters()) {
+    ckpt::ShardedTensor piece;
+    piece.local = item.value();
+    piece.global_shape = item.value().sizes().vec();
+    pieces[item.key()] = piece;
+  }
+  torch::NoGradGuard no_grad;
+  ckpt::read_sections(dir, metadata, {{"model", &pieces}});
+  return model;
+}
+
+std::shared_ptr<models::CausalLM> load_hf_model(const std::string& dir) {
+  auto folder = components::load_hf_folder(dir);
+  const auto model_type = folder.config.value("model_type", std::string());
+  const auto& spec = train::train_spec_for_hf_model_type(model_type);
+  auto model = spec.build_from_hf(folder.config);
+  spec.from_hf(*model, folder.state_dict);
+  return model;
 }
 
 }  // namespace
@@ -164,11 +200,8 @@ int generate_command(const Args& args) {
     }
     ga.prompt_ids = encode_prompt(*tokenizer, *ga.prompt_text);
   }
-  auto folder = components::load_hf_folder(ga.hf_assets_path);
-  const auto model_type = folder.config.value("model_type", std::string());
-  const auto& spec = train::train_spec_for_hf_model_type(model_type);
-  auto model = spec.build_from_hf(folder.config);
-  spec.from_hf(*model, folder.state_dict);
+  auto model = ga.checkpoint.empty() ? load_hf_model(ga.hf_assets_path)
+                                     : load_checkpoint_model(ga.checkpoint);
   model->eval();
   if (ga.score) {
     std::cout << fmt::format("loss: {:.6f}\n", models::prompt_loss(*model, ga.prompt_ids));
