@@ -18,25 +18,16 @@
 #include <thread>
 
 #include "titan/errors.h"
+#include "titan/platform/env.h"
 
 namespace titan::distributed {
 namespace {
 
+using platform::env_int;
+
 volatile std::sig_atomic_t g_stop_signal = 0;
 
 void on_signal(int sig) { g_stop_signal = sig; }
-
-int env_int(const char* name, int fallback, int min) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  char* end = nullptr;
-  long x = std::strtol(v, &end, 10);
-  if (*end != '\0' || x < min) {
-    throw ConfigError(fmt::format("environment variable {}='{}' must be an integer >= {}", name,
-                                  v, min));
-  }
-  return static_cast<int>(x);
-}
 
 int free_local_port() {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -133,7 +124,8 @@ LaunchOptions LaunchOptions::from_env() {
   LaunchOptions o;
   o.nproc_per_node = env_int("NGPU", 2, 1);
   o.nnodes = env_int("NNODES", 1, 1);
-  o.node_rank = env_int("NODE_RANK", env_int("OMPI_COMM_WORLD_RANK", env_int("SLURM_NODEID", 0, 0), 0), 0);
+  int scheduler_node = env_int("OMPI_COMM_WORLD_RANK", env_int("SLURM_NODEID", 0));
+  o.node_rank = env_int("NODE_RANK", scheduler_node);
   if (o.node_rank >= o.nnodes) {
     throw ConfigError(fmt::format("NODE_RANK={} must be below NNODES={}", o.node_rank, o.nnodes));
   }

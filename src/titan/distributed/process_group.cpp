@@ -7,21 +7,12 @@
 #include <cstdlib>
 
 #include "titan/errors.h"
+#include "titan/platform/env.h"
 
 namespace titan::distributed {
 namespace {
 
-int env_int(const char* name, int fallback) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  char* end = nullptr;
-  long x = std::strtol(v, &end, 10);
-  if (*end != '\0' || x < 0) {
-    throw ConfigError(fmt::format("environment variable {}='{}' is not a non-negative integer",
-                                  name, v));
-  }
-  return static_cast<int>(x);
-}
+using platform::env_int;
 
 c10d::ReduceOp to_c10d(ReduceOp op) {
   switch (op) {
