@@ -103,6 +103,11 @@ TEST(CheckpointGenerate, ScoresTheSameAsItsHuggingFaceExport) {
                                      " --prompt_ids 256,70 --max_new_tokens 5");
   EXPECT_EQ(greedy.exit_code, 0) << greedy.output;
   EXPECT_EQ(greedy.output.rfind("ids: ", 0), 0u) << greedy.output;
+  // The run's tokenizer (the built-in byte one) comes with the checkpoint.
+  auto text = testing::run_command(testing::titan_binary() + " generate --checkpoint " + step +
+                                   " --prompt Fir --max_new_tokens 3 --temperature 1 --seed 2");
+  EXPECT_EQ(text.exit_code, 0) << text.output;
+  EXPECT_NE(text.output.find("\ntext: "), std::string::npos) << text.output;
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 #include <fmt/ranges.h>
 
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <iostream>
 #include <map>
 #include <optional>
@@ -11,6 +13,7 @@
 #include "titan/components/checkpoint/hf_folder.h"
 #include "titan/components/checkpoint/shard_reader.h"
 #include "titan/components/tokenizer/tokenizer.h"
+#include "titan/config/resolve.h"
 #include "titan/errors.h"
 #include "titan/models/common/generate.h"
 #include "titan/train/train_spec.h"
@@ -136,11 +139,27 @@ GenerateArgs parse_generate_args(const Args& args) {
   return out;
 }
 
-// The tokenizer named by --tokenizer, else one found in the model folder, else none.
+// The tokenizer a checkpoint's run trained with: model.tokenizer_path (or hf_assets_path) of
+// its config.toml, the built-in byte tokenizer when both are empty.
+std::unique_ptr<components::Tokenizer> checkpoint_tokenizer(const std::string& dir) {
+  auto path = std::filesystem::path(dir) / "config.toml";
+  std::ifstream in(path);
+  if (!in) return nullptr;
+  std::stringstream text;
+  text << in.rdbuf();
+  config::JobConfig job;
+  config::apply_toml(job, text.str(), path.string());
+  const auto& m = job.model;
+  return components::load_tokenizer(m.tokenizer_path.empty() ? m.hf_assets_path
+                                                             : m.tokenizer_path);
+}
+
+// The tokenizer named by --tokenizer, else the checkpoint's or one found in the model folder,
+// else none.
 std::unique_ptr<components::Tokenizer> find_tokenizer(const GenerateArgs& ga) {
   if (!ga.tokenizer_path.empty()) return components::load_tokenizer(ga.tokenizer_path);
   namespace fs = std::filesystem;
-  if (ga.hf_assets_path.empty()) return nullptr;
+  if (!ga.checkpoint.empty()) return checkpoint_tokenizer(ga.checkpoint);
   for (const char* name : {"tokenizer.json", "tokenizer.model"}) {
     if (fs::exists(fs::path(ga.hf_assets_path) / name)) {
       return components::load_tokenizer(ga.hf_assets_path);
@@ -195,8 +214,9 @@ int generate_command(const Args& args) {
   auto tokenizer = find_tokenizer(ga);
   if (ga.prompt_text) {
     if (!tokenizer) {
-      throw ConfigError("generate: --prompt needs a tokenizer: pass --tokenizer PATH or use a "
-                        "model folder holding tokenizer.json / tokenizer.model");
+      throw ConfigError("generate: --prompt needs a tokenizer: pass --tokenizer PATH (or "
+                        "'byte' for the built-in byte tokenizer) or use a model folder holding "
+                        "tokenizer.json / tokenizer.model");
     }
     ga.prompt_ids = encode_prompt(*tokenizer, *ga.prompt_text);
   }
@@ -211,7 +231,15 @@ int generate_command(const Args& args) {
   std::cout << fmt::format("ids: {}\n", fmt::join(ids, " "));
   if (tokenizer) {
     std::vector<int32_t> ids32(ids.begin(), ids.end());
-    std::cout << "text: " << tokenizer->decode(ids32) << "\n";
+    bool decodable = std::all_of(ids.begin(), ids.end(), [&](int64_t id) {
+      return id >= 0 && id < tokenizer->vocab_size();
+    });
+    // A debug model's vocabulary (2048) is larger than the byte tokenizer's (258 ids).
+    std::cout << (decodable ? "text: " + tokenizer->decode(ids32)
+                            : fmt::format("text: (not shown: some ids are beyond the "
+                                          "tokenizer's {} ids)",
+                                          tokenizer->vocab_size()))
+              << "\n";
   }
   return 0;
 }

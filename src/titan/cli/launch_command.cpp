@@ -5,6 +5,7 @@
 #include "titan/config/resolve.h"
 #include "titan/distributed/launcher.h"
 #include "titan/train/dry_run.h"
+#include "titan/train/trainer.h"
 
 namespace titan::cli {
 
@@ -26,6 +27,10 @@ int launch_command(const Args& all_args) {
   const char* mode = std::getenv("COMM_MODE");
   if (mode && std::string(mode) == "fake_backend") {
     return train::dry_run(job, options.world_size(), std::cout);
+  }
+  if (worker == "train") {
+    train::check_trainable(distributed::ParallelDims::from_config(job.parallelism,
+                                                                  options.world_size()));
   }
   options.dump_folder = job.job.dump_folder;
   options.worker_args = {worker};

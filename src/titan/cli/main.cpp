@@ -23,7 +23,7 @@ const std::map<std::string, Command>& commands() {
       {"launch", {launch_command, "start NGPU workers on this node (what run_train.sh runs)"}},
       {"config", {config_command, "print the resolved config as TOML"}},
       {"comm-check", {comm_check_command, "check that all ranks reach each other (one worker)"}},
-      {"generate", {generate_command, "continue or score token ids with a Hugging Face model"}},
+      {"generate", {generate_command, "continue or score a prompt with a titan checkpoint or a Hugging Face model"}},
       {"tokenize", {tokenize_command, "print the token ids of a text as a JSON array"}},
       {"convert", {convert_command, "convert between titan checkpoints and Hugging Face folders"}},
       {"compare", {compare_command, "compare two runs' losses step by step, plot both curves"}},

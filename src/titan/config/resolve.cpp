@@ -180,6 +180,14 @@ void apply_toml(JobConfig& config, const std::string& text, const std::string& s
 JobConfig resolve(const CommandLine& cli) {
   JobConfig config;
   std::string family = family_from_module(cli.module);
+  const auto& families = find_field("model.name")->choices;
+  if (!family.empty() && std::find(families.begin(), families.end(), family) == families.end()) {
+    std::string known;
+    for (const auto& f : families) known += (known.empty() ? "" : ", ") + f;
+    throw ConfigError(fmt::format("unknown model family '{}' (--module / MODULE '{}'); known "
+                                  "families: {}",
+                                  family, cli.module, known));
+  }
   if (!cli.config_name.empty()) {
     bool is_file = cli.config_name.size() > 5 &&
                    cli.config_name.substr(cli.config_name.size() - 5) == ".toml";

@@ -55,7 +55,7 @@ void init(const std::string& log_file, bool to_console, const std::string& rank_
   }
   if (!log_file.empty()) {
     std::filesystem::create_directories(std::filesystem::path(log_file).parent_path());
-    auto file = std::make_shared<spdlog::sinks::basic_file_sink_mt>(log_file, /*truncate=*/true);
+    auto file = std::make_shared<spdlog::sinks::basic_file_sink_mt>(log_file, /*truncate=*/false);
     file->set_formatter(make_formatter(""));
     sinks.push_back(file);
   }

@@ -8,7 +8,8 @@
 
 namespace titan::log {
 
-/// Opens `log_file` (parent folders created; empty = no file) and decides console echo.
+/// Opens `log_file` for appending (parent folders created; empty = no file), so a resumed run
+/// keeps the earlier run's lines, and decides console echo.
 /// `rank_prefix` is prepended to console lines ("[rank1]:") when several ranks share a console.
 /// Safe to call again (the new sinks replace the old ones).
 void init(const std::string& log_file, bool to_console, const std::string& rank_prefix);

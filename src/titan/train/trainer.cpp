@@ -25,17 +25,6 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-// Features whose config keys exist but whose implementation lands with later work: refuse
-// rather than silently train something else.
-void reject_unsupported(const config::JobConfig& job, const distributed::ParallelDims& dims) {
-  if (dims.tp > 1 || dims.cp > 1 || dims.pp > 1 || dims.ep > 1) {
-    throw ConfigError(fmt::format("this build trains with data parallelism only; got {} "
-                                  "(tensor, context, pipeline and expert parallel degrees must "
-                                  "be 1)",
-                                  dims.describe()));
-  }
-}
-
 void set_threads(int local_world_size) {
   const char* env = std::getenv("OMP_NUM_THREADS");
   int threads = env ? std::atoi(env) : 0;
@@ -47,6 +36,15 @@ void set_threads(int local_world_size) {
 }
 
 }  // namespace
+
+void check_trainable(const distributed::ParallelDims& dims) {
+  if (dims.tp > 1 || dims.cp > 1 || dims.pp > 1 || dims.ep > 1) {
+    throw ConfigError(fmt::format("this build trains with data parallelism only; got {} "
+                                  "(tensor, context, pipeline and expert parallel degrees must "
+                                  "be 1)",
+                                  dims.describe()));
+  }
+}
 
 Trainer::Trainer(config::JobConfig job, distributed::WorldInfo world) : job_(std::move(job)) {
   platform::enable_memory_counting();
@@ -73,7 +71,7 @@ Trainer::~Trainer() = default;
 
 void Trainer::setup_parallelism(const distributed::WorldInfo& world) {
   dims_ = distributed::ParallelDims::from_config(job_.parallelism, world.world_size);
-  reject_unsupported(job_, dims_);
+  check_trainable(dims_);
   distributed::CommTimeouts timeouts{std::chrono::seconds(job_.comm.init_timeout_seconds),
                                      std::chrono::seconds(job_.comm.train_timeout_seconds)};
   world_ = distributed::World::join(world, timeouts);
@@ -113,6 +111,7 @@ void Trainer::setup_model() {
   uint64_t seed = static_cast<uint64_t>(job_.training.seed.value_or(0));
   model_->init_weights(seed);
   flops_per_token_ = model_->flops_per_token(job_.training.seq_len);
+  num_params_ = model_->num_params();  // before FSDP leaves each rank its shard
   // TorchTitan's parallelize order: activation checkpointing, then FSDP.
   distributed::apply_activation_checkpointing(*model_, job_.activation_checkpoint);
   distributed::FsdpOptions fsdp;
@@ -156,7 +155,7 @@ void Trainer::log_header() {
               blas.library, blas.core);
   }
   log::info("Model {} {}: {} parameters, {} FLOPs per token at seq_len {}", job_.model.name,
-            job_.model.flavor, components::with_commas(model_->num_params()),
+            job_.model.flavor, components::with_commas(num_params_),
             components::with_commas(flops_per_token_), job_.training.seq_len);
   log::info("Peak FLOPS used for computing MFU: {:.3e} ({} GEMM measured at start on {} "
             "threads; BLAS kernels {})",
@@ -176,7 +175,7 @@ void Trainer::write_manifest() {
       {"world", {{"world_size", dims_.world_size}, {"layout", dims_.describe()},
                  {"dp", dims_.dp()}, {"threads_per_rank", torch::get_num_threads()}}},
       {"model", {{"name", job_.model.name}, {"flavor", job_.model.flavor},
-                 {"parameters", model_->num_params()}, {"flops_per_token", flops_per_token_}}},
+                 {"parameters", num_params_}, {"flops_per_token", flops_per_token_}}},
       {"data", {{"tokenizer", tokenizer_->describe()}, {"files", files},
                 {"tokens_per_step", global_tokens_per_step_}}},
       {"peak_flops", peak_flops_},

@@ -25,6 +25,11 @@ class DataLoader;
 
 namespace titan::train {
 
+/// Refuses layouts this build cannot train (tensor, context, pipeline or expert parallel
+/// degrees above 1) with a ConfigError naming the layout; the launcher calls it before any
+/// worker starts.
+void check_trainable(const distributed::ParallelDims& dims);
+
 class Trainer {
  public:
   /// Joins the world and builds model, data, optimizer and metrics. Throws ConfigError for
@@ -78,6 +83,7 @@ class Trainer {
   std::unique_ptr<components::MetricsLogger> metrics_;
   std::unique_ptr<components::checkpoint::CheckpointManager> checkpoint_;
   int64_t flops_per_token_ = 0;
+  int64_t num_params_ = 0;  // of the whole model
   double peak_flops_ = 0;
   torch::ScalarType compute_dtype_ = torch::kFloat;
   int64_t global_tokens_per_step_ = 0;

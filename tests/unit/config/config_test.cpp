@@ -138,6 +138,12 @@ TEST(Config, ImpossibleLayoutNamesTheDegrees) {
   }
 }
 
+TEST(Config, UnknownFamilyListsTheKnownOnes) {
+  auto msg = error_of({"--module", "torchtitan_neuron.models.llamaa3"});
+  EXPECT_NE(msg.find("unknown model family 'llamaa3'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("llama3, qwen3"), std::string::npos) << msg;
+}
+
 TEST(Config, UnknownNamedConfigListsAvailable) {
   auto msg = error_of({"--module", "llama3", "--config", "llama3_tinymodel"});
   EXPECT_NE(msg.find("llama3_debugmodel"), std::string::npos) << msg;
@@ -164,7 +170,8 @@ TEST(ConfigBinary, PrintsResolvedConfig) {
 TEST(ConfigBinary, BadInputExitsTwoBeforeAnyWorker) {
   auto dir = testing::make_temp_dir("titan_badcfg");
   for (std::string bad : {"--training.stepz 3", "--training.steps x", "--training.seq_len -5",
-                          "--lr_scheduler.decay_type step"}) {
+                          "--lr_scheduler.decay_type step",
+                          "--parallelism.tensor_parallel_degree 2"}) {
     auto r = testing::run_command("cd " + dir.string() + " && NGPU=2 " +
                                   testing::titan_binary() + " launch " + bad);
     EXPECT_EQ(r.exit_code, 2) << bad << "\n" << r.output;
