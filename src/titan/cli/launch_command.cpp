@@ -29,7 +29,7 @@ int launch_command(const Args& all_args) {
     return train::dry_run(job, options.world_size(), std::cout);
   }
   if (worker == "train") {
-    train::check_trainable(distributed::ParallelDims::from_config(job.parallelism,
+    train::check_trainable(job, distributed::ParallelDims::from_config(job.parallelism,
                                                                   options.world_size()));
   }
   options.dump_folder = job.job.dump_folder;

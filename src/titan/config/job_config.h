@@ -60,6 +60,7 @@ struct ParallelismSection {
   std::string fsdp_reshard_after_forward = "default";
   int64_t tensor_parallel_degree = 1;
   bool disable_loss_parallel = false;
+  bool disable_sequence_parallel = false;  // titan's: sequence parallelism is on with TP
   int64_t context_parallel_degree = 1;
   int64_t pipeline_parallel_degree = 1;
   std::string pipeline_parallel_schedule = "1F1B";

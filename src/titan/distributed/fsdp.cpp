@@ -223,14 +223,16 @@ std::vector<torch::Tensor> Fsdp::parameters() const {
   return out;
 }
 
-double Fsdp::grad_norm() {
+double Fsdp::grad_sq_sum(const std::vector<double>& weights) {
   torch::NoGradGuard no_grad;
   auto total = torch::zeros({1}, torch::kDouble);
-  for (auto& p : parameters()) {
-    if (p.grad().defined()) total += p.grad().to(torch::kDouble).pow(2).sum();
+  auto params = parameters();
+  for (size_t i = 0; i < params.size(); ++i) {
+    const auto& g = params[i].grad();
+    if (g.defined()) total += weights.at(i) * g.to(torch::kDouble).pow(2).sum();
   }
   units_.front()->shard_group().all_reduce_(total, ReduceOp::Sum, "gradient norm all-reduce");
-  return std::sqrt(total.item<double>());
+  return total.item<double>();
 }
 
 components::checkpoint::ShardedStateDict Fsdp::shard_view(
@@ -252,10 +254,6 @@ components::checkpoint::ShardedStateDict Fsdp::shard_view(
     }
   }
   return out;
-}
-
-components::checkpoint::ShardedStateDict Fsdp::state_dict() const {
-  return shard_view(parameters(), "");
 }
 
 }  // namespace titan::distributed

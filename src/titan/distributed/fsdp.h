@@ -88,12 +88,11 @@ class Fsdp {
 
   /// The sharded parameters (what the optimizer updates), in a fixed order.
   std::vector<torch::Tensor> parameters() const;
-  /// Global L2 norm of the gradients (shards summed over the shard group; replicas hold
-  /// identical values and are counted once), in float64.
-  double grad_norm();
-  /// This rank's rows of every parameter, for checkpoints (padding rows excluded; replicas
-  /// other than the first do not write).
-  components::checkpoint::ShardedStateDict state_dict() const;
+  /// Sum over parameters() of weights[i] * ||grad_i||^2 (float64), over the shards of the
+  /// shard group (replicas hold identical values and are counted once). The square root is
+  /// the gradient norm when all weights are 1; tensor parallelism weights its replicated
+  /// parameters by 1 / tp and sums over its group too (collective over the shard group).
+  double grad_sq_sum(const std::vector<double>& weights);
   /// `tensors` (one per parameter, in parameters() order, same shapes as the shards) as
   /// ShardedTensors under `prefix` + name, e.g. the optimizer's moments.
   components::checkpoint::ShardedStateDict shard_view(const std::vector<torch::Tensor>& tensors,

@@ -14,6 +14,10 @@
 
 #include "titan/models/common/causal_lm.h"
 
+namespace titan::distributed {
+class TensorParallel;
+}
+
 namespace titan::train {
 
 using StateDict = std::map<std::string, torch::Tensor>;
@@ -39,6 +43,11 @@ struct TrainSpec {
   /// Copies Hugging Face-named tensors into the model; throws CheckpointError naming any
   /// missing, unexpected or mis-shaped tensor.
   std::function<void(models::CausalLM& model, const StateDict& hf)> from_hf;
+  /// Applies the family's tensor-parallel plan to a whole, initialised model (each rank keeps
+  /// its slices; see distributed/tensor_parallel.h). Throws ConfigError when the model's sizes
+  /// do not divide by the degree.
+  std::function<void(models::CausalLM& model, distributed::TensorParallel& tp)>
+      apply_tensor_parallel;
 };
 
 /// The spec registered as `name`; throws ConfigError listing the registered names.

@@ -7,7 +7,6 @@
 #include <thread>
 
 #include "titan/components/data/dataloader.h"
-#include "titan/components/loss.h"
 #include "titan/components/manifest.h"
 #include "titan/config/resolve.h"
 #include "titan/distributed/activation_checkpoint.h"
@@ -37,13 +36,16 @@ void set_threads(int local_world_size) {
 
 }  // namespace
 
-void check_trainable(const distributed::ParallelDims& dims) {
-  if (dims.tp > 1 || dims.cp > 1 || dims.pp > 1 || dims.ep > 1) {
-    throw ConfigError(fmt::format("this build trains with data parallelism only; got {} "
-                                  "(tensor, context, pipeline and expert parallel degrees must "
-                                  "be 1)",
+void check_trainable(const config::JobConfig& job, const distributed::ParallelDims& dims) {
+  if (dims.cp > 1 || dims.pp > 1 || dims.ep > 1) {
+    throw ConfigError(fmt::format("this build trains with data and tensor parallelism only; got "
+                                  "{} (context, pipeline and expert parallel degrees must be 1)",
                                   dims.describe()));
   }
+  auto shape =
+      get_train_spec(job.model.name).build_on_device(job.model.flavor, torch::kMeta)->shape();
+  distributed::check_tensor_parallel(shape, dims.tp, job.training.seq_len,
+                                     !job.parallelism.disable_sequence_parallel);
 }
 
 Trainer::Trainer(config::JobConfig job, distributed::WorldInfo world) : job_(std::move(job)) {
@@ -71,7 +73,7 @@ Trainer::~Trainer() = default;
 
 void Trainer::setup_parallelism(const distributed::WorldInfo& world) {
   dims_ = distributed::ParallelDims::from_config(job_.parallelism, world.world_size);
-  check_trainable(dims_);
+  check_trainable(job_, dims_);
   distributed::CommTimeouts timeouts{std::chrono::seconds(job_.comm.init_timeout_seconds),
                                      std::chrono::seconds(job_.comm.train_timeout_seconds)};
   world_ = distributed::World::join(world, timeouts);
@@ -79,8 +81,16 @@ void Trainer::setup_parallelism(const distributed::WorldInfo& world) {
   dp_group_ = mesh_group({MeshDim::DpReplicate, MeshDim::DpShard}, "dp");
   shard_group_ = mesh_group({MeshDim::DpShard, MeshDim::CP}, "dp_shard_cp");
   replicate_group_ = mesh_group({MeshDim::DpReplicate}, "dp_replicate");
+  distributed::TensorParallelOptions tp;
+  tp.sequence_parallel = !job_.parallelism.disable_sequence_parallel;
+  tp.loss_parallel = !job_.parallelism.disable_loss_parallel;
+  tp_ = std::make_unique<distributed::TensorParallel>(mesh_group({MeshDim::TP}, "tp"), tp);
   log::info("Parallel layout: {}; FSDP shards over {} ranks, {} replica(s)", dims_.describe(),
             shard_group_->size(), replicate_group_->size());
+  if (dims_.tp > 1) {
+    log::info("Tensor parallel over {} ranks: sequence parallel {}, loss parallel {}", dims_.tp,
+              tp.sequence_parallel ? "on" : "off", tp.loss_parallel ? "on" : "off");
+  }
   bool multi_node = world.world_size > world.local_world_size;
   if (multi_node && job_.parallelism.data_parallel_shard_degree == -1 &&
       dims_.dp_shard > world.local_world_size) {
@@ -111,8 +121,9 @@ void Trainer::setup_model() {
   uint64_t seed = static_cast<uint64_t>(job_.training.seed.value_or(0));
   model_->init_weights(seed);
   flops_per_token_ = model_->flops_per_token(job_.training.seq_len);
-  num_params_ = model_->num_params();  // before FSDP leaves each rank its shard
-  // TorchTitan's parallelize order: activation checkpointing, then FSDP.
+  num_params_ = model_->num_params();  // before TP and FSDP leave each rank its slices
+  // TorchTitan's parallelize order: tensor parallelism, activation checkpointing, FSDP.
+  if (dims_.tp > 1) spec_->apply_tensor_parallel(*model_, *tp_);
   distributed::apply_activation_checkpointing(*model_, job_.activation_checkpoint);
   distributed::FsdpOptions fsdp;
   // As in TorchTitan, mixed precision applies when parameters are sharded.
@@ -183,9 +194,15 @@ void Trainer::write_manifest() {
   components::write_manifest(job_.job.dump_folder + "/run_manifest.json", manifest);
 }
 
+double Trainer::grad_norm() {
+  auto sq = torch::tensor({fsdp_->grad_sq_sum(tp_->norm_weights(params_))}, torch::kDouble);
+  tp_->group().all_reduce_(sq, distributed::ReduceOp::Sum, "gradient norm all-reduce over TP");
+  return std::sqrt(sq.item<double>());
+}
+
 double Trainer::clip_gradients() {
   torch::NoGradGuard no_grad;
-  double norm = fsdp_->grad_norm();
+  double norm = grad_norm();
   double max_norm = job_.training.max_norm;
   if (max_norm > 0 && norm > max_norm) {
     double scale = max_norm / (norm + 1e-6);
@@ -207,11 +224,11 @@ Trainer::StepResult Trainer::train_step(int64_t step) {
     auto logits = model_->forward(batch.input);  // [B, S, V]
     // Sum over this microbatch's tokens divided by the step's global token count, so that
     // summing gradients over microbatches and ranks gives the global mean's gradient.
-    auto loss = components::cross_entropy_sum(logits, batch.label) /
-                static_cast<double>(global_tokens_per_step_);
+    auto loss = tp_->loss_sum(logits, batch.label) / static_cast<double>(global_tokens_per_step_);
     loss.backward();
     local_loss += loss.item<double>();
   }
+  tp_->reduce_partial_grads();
   r.grad_norm = clip_gradients();
   optimizer_->step(scheduler_->lr_at(step));
   auto loss_t = torch::tensor({local_loss}, torch::kDouble);
@@ -240,18 +257,29 @@ void Trainer::log_state_memory() {
             platform::peak_tensor_bytes() / kMiB);
 }
 
-components::checkpoint::ShardedStateDict Trainer::optimizer_state() const {
-  auto state = fsdp_->shard_view(optimizer_->exp_avg(), "optimizer.exp_avg.");
-  state.merge(fsdp_->shard_view(optimizer_->exp_avg_sq(), "optimizer.exp_avg_sq."));
+components::checkpoint::ShardedStateDict Trainer::global_pieces(
+    const std::vector<torch::Tensor>& tensors, const std::string& prefix, bool loading) {
+  auto local = fsdp_->shard_view(tensors, prefix);
+  return loading ? tp_->for_load(local, prefix) : tp_->to_global(local, prefix);
+}
+
+components::checkpoint::ShardedStateDict Trainer::model_state(bool loading) {
+  return global_pieces(params_, "", loading);
+}
+
+components::checkpoint::ShardedStateDict Trainer::optimizer_state(bool loading) {
+  auto state = global_pieces(optimizer_->exp_avg(), "optimizer.exp_avg.", loading);
+  state.merge(global_pieces(optimizer_->exp_avg_sq(), "optimizer.exp_avg_sq.", loading));
   return state;
 }
 
 int64_t Trainer::resume() {
   torch::NoGradGuard no_grad;
-  auto model = fsdp_->state_dict();
-  auto optimizer = optimizer_state();
+  auto model = model_state(true);
+  auto optimizer = optimizer_state(true);
   nlohmann::json state = {{"train_state", {{"step", 0}, {"optimizer_steps", 0}}}};
   auto loaded = checkpoint_->load(model, optimizer, state);
+  tp_->finish_load();
   if (!loaded) return 1;
   if (loaded->model_only) {
     log::info("Loaded model weights from {}; training starts at step 1", loaded->path);
@@ -271,7 +299,7 @@ void Trainer::save_checkpoint(int64_t step) {
                        {"optimizer_steps", optimizer_->steps_taken()}}},
       {"lr_scheduler", {{"step", step}}},
       {"dataloader", {{"step", step}}}};
-  checkpoint_->save(step, fsdp_->state_dict(), optimizer_state(), state,
+  checkpoint_->save(step, model_state(false), optimizer_state(false), state,
                     config::to_toml(job_), step == job_.training.steps);
 }
 
@@ -307,7 +335,9 @@ void Trainer::train() {
     m.lr = scheduler_->lr_at(step);
     m.step_time_s = elapsed / static_cast<double>(window_steps);
     m.data_time_s = window_data / static_cast<double>(window_steps);
-    m.tps = static_cast<double>(local_tokens_per_step_) / m.step_time_s;
+    // Tokens per second per device, as TorchTitan: ranks that split a batch's work (TP) share
+    // its tokens.
+    m.tps = static_cast<double>(local_tokens_per_step_) / m.step_time_s / dims_.tp;
     m.tflops = static_cast<double>(flops_per_token_) * m.tps / 1e12;
     m.mfu = 100.0 * static_cast<double>(flops_per_token_) * m.tps / peak_flops_;
     auto peak = static_cast<double>(platform::peak_tensor_bytes());

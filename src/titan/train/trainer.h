@@ -16,6 +16,7 @@
 #include "titan/distributed/fsdp.h"
 #include "titan/distributed/parallel_dims.h"
 #include "titan/distributed/process_group.h"
+#include "titan/distributed/tensor_parallel.h"
 #include "titan/models/common/causal_lm.h"
 #include "titan/train/train_spec.h"
 
@@ -25,10 +26,11 @@ class DataLoader;
 
 namespace titan::train {
 
-/// Refuses layouts this build cannot train (tensor, context, pipeline or expert parallel
-/// degrees above 1) with a ConfigError naming the layout; the launcher calls it before any
-/// worker starts.
-void check_trainable(const distributed::ParallelDims& dims);
+/// Refuses layouts this build cannot train with a ConfigError naming the layout: context,
+/// pipeline or expert parallel degrees above 1, a tensor-parallel degree that does not divide
+/// the model (distributed::check_tensor_parallel). The launcher calls it before any worker
+/// starts.
+void check_trainable(const config::JobConfig& job, const distributed::ParallelDims& dims);
 
 class Trainer {
  public:
@@ -56,11 +58,18 @@ class Trainer {
   int64_t resume();
   /// Saves checkpoint `step` (this rank's shards and state).
   void save_checkpoint(int64_t step);
-  /// This rank's pieces of the optimizer state.
-  components::checkpoint::ShardedStateDict optimizer_state() const;
+  /// This rank's pieces of `tensors` (parameters() order) named `prefix` + parameter name, in
+  /// the whole model's coordinates, for saving or (`loading`) for loading into (collective).
+  components::checkpoint::ShardedStateDict global_pieces(const std::vector<torch::Tensor>& tensors,
+                                                         const std::string& prefix, bool loading);
+  /// This rank's pieces of the model and of the optimizer state, as global_pieces.
+  components::checkpoint::ShardedStateDict model_state(bool loading);
+  components::checkpoint::ShardedStateDict optimizer_state(bool loading);
   /// Logs the bytes of parameters, gradients and optimizer state this rank holds.
   void log_state_memory();
   StepResult train_step(int64_t step);
+  /// Global L2 norm of the gradients over every mesh dimension.
+  double grad_norm();
   double clip_gradients();
   std::shared_ptr<distributed::ProcessGroup> mesh_group(const std::vector<distributed::MeshDim>& dims,
                                                         const std::string& name);
@@ -72,6 +81,7 @@ class Trainer {
   std::shared_ptr<distributed::ProcessGroup> dp_group_;       // dp_replicate x dp_shard
   std::shared_ptr<distributed::ProcessGroup> shard_group_;    // dp_shard x cp (FSDP)
   std::shared_ptr<distributed::ProcessGroup> replicate_group_;  // dp_replicate (HSDP)
+  std::unique_ptr<distributed::TensorParallel> tp_;            // on the tp dimension
   std::shared_ptr<distributed::Fsdp> fsdp_;
   const TrainSpec* spec_ = nullptr;
   std::shared_ptr<models::CausalLM> model_;

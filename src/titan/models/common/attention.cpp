@@ -30,8 +30,9 @@ AttentionImpl::AttentionImpl(const AttentionOptions& opts, const torch::TensorOp
   }
 }
 
-torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
+torch::Tensor AttentionImpl::forward(const torch::Tensor& x_in, const torch::Tensor& cos,
                                      const torch::Tensor& sin) {
+  const auto x = hooks.on_input(x_in);  // x: [B, S, dim]
   const int64_t B = x.size(0), S = x.size(1);
   const int64_t H = options.n_heads, Hkv = options.n_kv_heads, Dh = options.head_dim;
   auto q = wq(x).view({B, S, H, Dh});    // q: [B, S, H, Dh]
@@ -45,7 +46,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x, const torch::Tensor
   k = apply_rope(k, cos, sin).transpose(1, 2);  // k: [B, Hkv, S, Dh]
   v = v.transpose(1, 2);                        // v: [B, Hkv, S, Dh]
   auto o = causal_attention(q, k, v, 1.0 / std::sqrt(double(Dh)), options.chunk_size);  // o: [B, H, S, Dh]
-  return wo(o.transpose(1, 2).reshape({B, S, H * Dh}));  // [B, S, dim]
+  return hooks.on_output(wo(o.transpose(1, 2).reshape({B, S, H * Dh})));  // [B, S, dim]
 }
 
 }  // namespace titan::models

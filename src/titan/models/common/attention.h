@@ -9,14 +9,15 @@
 #include <cstdint>
 
 #include "titan/models/common/linear.h"
+#include "titan/models/common/module_hooks.h"
 #include "titan/models/common/rmsnorm.h"
 
 namespace titan::models {
 
 struct AttentionOptions {
   int64_t dim = 0;
-  int64_t n_heads = 0;
-  int64_t n_kv_heads = 0;  // divides n_heads
+  int64_t n_heads = 0;     // this rank's query heads (all of them without tensor parallelism)
+  int64_t n_kv_heads = 0;  // this rank's key/value heads; divides n_heads
   int64_t head_dim = 0;
   bool qk_norm = false;    // RMSNorm over head_dim on each q and k head, before RoPE
   double norm_eps = 1e-5;  // epsilon of q_norm / k_norm
@@ -30,12 +31,14 @@ class AttentionImpl : public torch::nn::Module {
   AttentionImpl(const AttentionOptions& options, const torch::TensorOptions& tensor_options);
 
   /// x: [B, S, dim]; cos, sin: [S, Dh] (rope_cos_sin) -> [B, S, dim]. Causal; the softmax is
-  /// scaled by Dh^-0.5.
+  /// scaled by Dh^-0.5. `hooks` run on x and on the output of wo (x and the output may then be
+  /// sequence shards, see tensor_parallel.h).
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
 
   AttentionOptions options;
   Linear wq{nullptr}, wk{nullptr}, wv{nullptr}, wo{nullptr};
   RMSNorm q_norm{nullptr}, k_norm{nullptr};  // null unless options.qk_norm
+  ModuleHooks hooks;
 };
 TORCH_MODULE(Attention);
 

@@ -25,10 +25,11 @@ FeedForwardImpl::FeedForwardImpl(int64_t dim, int64_t hidden_dim,
       w2(register_module("w2", Linear(hidden_dim, dim, options))),
       w3(register_module("w3", Linear(dim, hidden_dim, options))) {}
 
-torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
+torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x_in) {
+  auto x = hooks.on_input(x_in);   // x: [B, S, dim]
   auto gate = torch::silu(w1(x));  // gate: [B, S, hidden]
   auto up = w3(x);                 // up: [B, S, hidden]
-  return w2(gate * up);            // [B, S, dim]
+  return hooks.on_output(w2(gate * up));  // [B, S, dim]
 }
 
 }  // namespace titan::models

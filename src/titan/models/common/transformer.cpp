@@ -63,8 +63,9 @@ torch::Tensor Transformer::forward_impl(const torch::Tensor& tokens) {
       return block->forward(x, cos, sin);  // [B, S, dim]
     });
   }
-  h = norm(h);  // h: [B, S, dim]
-  return output ? output(h) : torch::linear(h, tok_embeddings->weight);  // [B, S, vocab]
+  h = classifier_hooks.on_input(norm(h));  // h: [B, S, dim]
+  auto logits = output ? output(h) : torch::linear(h, tok_embeddings->weight);  // [B, S, vocab]
+  return classifier_hooks.on_output(logits);
 }
 
 void Transformer::init_weights(uint64_t seed) {

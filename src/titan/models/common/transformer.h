@@ -12,6 +12,7 @@
 #include "titan/models/common/causal_lm.h"
 #include "titan/models/common/embedding.h"
 #include "titan/models/common/linear.h"
+#include "titan/models/common/module_hooks.h"
 #include "titan/models/common/rmsnorm.h"
 #include "titan/models/common/transformer_args.h"
 
@@ -26,7 +27,8 @@ class Transformer : public CausalLM {
   explicit Transformer(const TransformerArgs& args,
                        const torch::TensorOptions& options = torch::TensorOptions());
 
-  /// tokens: [B, S] int64 -> logits [B, S, vocab] in the parameters' dtype. Positions 0..S-1.
+  /// tokens: [B, S] int64 -> logits [B, S, vocab] in the parameters' dtype (this rank's vocab
+  /// columns under loss parallelism). Positions 0..S-1.
   torch::Tensor forward_impl(const torch::Tensor& tokens) override;
   /// TorchTitan's init_weights: tok_embeddings ~ N(0, 1); each block as
   /// TransformerBlock::init_weights; norm to ones; output ~ trunc_normal(0, dim^-0.5) cut at
@@ -45,6 +47,9 @@ class Transformer : public CausalLM {
   torch::nn::ModuleList layers{nullptr};  // TransformerBlock each
   RMSNorm norm{nullptr};
   Linear output{nullptr};  // null when args().tie_embeddings
+  /// Run on the final norm's output and on the logits (tensor parallelism: gather the
+  /// sequence, keep vocab-parallel logits or gather them).
+  ModuleHooks classifier_hooks;
 
  private:
   TransformerArgs args_;

@@ -5,6 +5,7 @@
 
 #include "titan/errors.h"
 #include "titan/models/common/hf_adapter.h"
+#include "titan/models/common/tensor_parallel_plan.h"
 #include "titan/models/common/transformer.h"
 
 namespace titan::models {
@@ -43,6 +44,9 @@ train::TrainSpec transformer_train_spec(const std::string& family, const FlavorT
   };
   spec.to_hf = [](CausalLM& model) { return to_hf_state_dict(model); };
   spec.from_hf = [](CausalLM& model, const train::StateDict& hf) { load_hf_state_dict(model, hf); };
+  spec.apply_tensor_parallel = [](CausalLM& model, distributed::TensorParallel& tp) {
+    apply_tensor_parallel(dynamic_cast<Transformer&>(model), tp);
+  };
   return spec;
 }
 

@@ -1,0 +1,144 @@
+#include "titan/distributed/collectives.h"
+
+#include <fmt/format.h>
+
+#include "titan/errors.h"
+
+namespace titan::distributed {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+ProcessGroup& group_of(AutogradContext* ctx) {
+  return *reinterpret_cast<ProcessGroup*>(ctx->saved_data["group"].toInt());
+}
+
+bool reducible(const torch::Tensor& t) {
+  return t.scalar_type() == torch::kFloat || t.scalar_type() == torch::kDouble;
+}
+
+torch::Tensor all_reduce_sum(const torch::Tensor& x, ProcessGroup& group, const char* what) {
+  auto buf = reducible(x) ? x.clone() : x.to(torch::kFloat);
+  group.all_reduce_(buf, ReduceOp::Sum, what);
+  return buf.to(x.scalar_type());
+}
+
+// x: [..., n at dim, ...] -> [..., size * n, ...].
+torch::Tensor gather(const torch::Tensor& x, int64_t dim, ProcessGroup& group, const char* what) {
+  auto front = x.movedim(dim, 0).contiguous();  // [n, ...]
+  auto gathered = group.all_gather(front, what);  // [size * n, ...]
+  return gathered.movedim(0, dim).contiguous();
+}
+
+// x: [..., size * n at dim, ...] -> this rank's [..., n, ...] of the sum over ranks.
+torch::Tensor scatter_sum(const torch::Tensor& x, int64_t dim, ProcessGroup& group,
+                          const char* what) {
+  auto front = x.movedim(dim, 0);  // [size * n, ...]
+  auto shape = front.sizes().vec();
+  shape[0] /= group.size();
+  auto flat = front.to(reducible(x) ? x.scalar_type() : torch::kFloat).contiguous().view(-1);
+  auto mine = group.reduce_scatter(flat, what).view(shape);  // [n, ...]
+  return mine.movedim(0, dim).contiguous().to(x.scalar_type());
+}
+
+int64_t wrap_dim(int64_t dim, const torch::Tensor& x) { return dim < 0 ? dim + x.dim() : dim; }
+
+struct CopyToRegion : public torch::autograd::Function<CopyToRegion> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, int64_t group) {
+    ctx->saved_data["group"] = group;
+    return x.view_as(x);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    return {all_reduce_sum(grads[0], group_of(ctx), "TP all-reduce of an input gradient"),
+            torch::Tensor()};
+  }
+};
+
+struct ReduceFromRegion : public torch::autograd::Function<ReduceFromRegion> {
+  static torch::Tensor forward(AutogradContext*, const torch::Tensor& x, int64_t group) {
+    return all_reduce_sum(x, *reinterpret_cast<ProcessGroup*>(group),
+                          "TP all-reduce of partial outputs");
+  }
+  static variable_list backward(AutogradContext*, variable_list grads) {
+    return {grads[0], torch::Tensor()};
+  }
+};
+
+struct AllGatherAlong : public torch::autograd::Function<AllGatherAlong> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, int64_t dim,
+                               int64_t group) {
+    ctx->saved_data["group"] = group;
+    ctx->saved_data["dim"] = dim;
+    return gather(x, dim, *reinterpret_cast<ProcessGroup*>(group), "SP all-gather");
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    int64_t dim = ctx->saved_data["dim"].toInt();
+    return {scatter_sum(grads[0], dim, group_of(ctx), "SP reduce-scatter of a gradient"),
+            torch::Tensor(), torch::Tensor()};
+  }
+};
+
+struct ReduceScatterAlong : public torch::autograd::Function<ReduceScatterAlong> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, int64_t dim,
+                               int64_t group) {
+    ctx->saved_data["group"] = group;
+    ctx->saved_data["dim"] = dim;
+    return scatter_sum(x, dim, *reinterpret_cast<ProcessGroup*>(group), "SP reduce-scatter");
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    int64_t dim = ctx->saved_data["dim"].toInt();
+    return {gather(grads[0], dim, group_of(ctx), "SP all-gather of a gradient"),
+            torch::Tensor(), torch::Tensor()};
+  }
+};
+
+struct GatherLastDim : public torch::autograd::Function<GatherLastDim> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, int64_t group) {
+    ctx->saved_data["group"] = group;
+    ctx->saved_data["n"] = x.size(-1);
+    return gather(x, x.dim() - 1, *reinterpret_cast<ProcessGroup*>(group),
+                  "TP all-gather of the last dimension");
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    int64_t n = ctx->saved_data["n"].toInt();
+    return {grads[0].narrow(-1, group_of(ctx).rank() * n, n).contiguous(), torch::Tensor()};
+  }
+};
+
+int64_t handle(ProcessGroup& group) { return reinterpret_cast<int64_t>(&group); }
+
+}  // namespace
+
+torch::Tensor copy_to_parallel_region(const torch::Tensor& x, ProcessGroup& group) {
+  if (group.size() == 1) return x;
+  return CopyToRegion::apply(x, handle(group));
+}
+
+torch::Tensor reduce_from_parallel_region(const torch::Tensor& x, ProcessGroup& group) {
+  if (group.size() == 1) return x;
+  return ReduceFromRegion::apply(x, handle(group));
+}
+
+torch::Tensor all_gather_along(const torch::Tensor& x, int64_t dim, ProcessGroup& group) {
+  if (group.size() == 1) return x;
+  return AllGatherAlong::apply(x, wrap_dim(dim, x), handle(group));
+}
+
+torch::Tensor reduce_scatter_along(const torch::Tensor& x, int64_t dim, ProcessGroup& group) {
+  if (group.size() == 1) return x;
+  dim = wrap_dim(dim, x);
+  if (x.size(dim) % group.size() != 0) {
+    throw ConfigError(fmt::format("cannot reduce-scatter a dimension of {} over the {} ranks of "
+                                  "group {}: it must be divisible",
+                                  x.size(dim), group.size(), group.name()));
+  }
+  return ReduceScatterAlong::apply(x, dim, handle(group));
+}
+
+torch::Tensor gather_last_dim(const torch::Tensor& x, ProcessGroup& group) {
+  if (group.size() == 1) return x;
+  return GatherLastDim::apply(x, handle(group));
+}
+
+}  // namespace titan::distributed

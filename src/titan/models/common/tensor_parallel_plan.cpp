@@ -1,0 +1,61 @@
+#include "titan/models/common/tensor_parallel_plan.h"
+
+#include "titan/models/common/transformer_block.h"
+
+namespace titan::models {
+namespace {
+
+// A region between column- and row-parallel projections.
+void region_hooks(ModuleHooks& hooks, distributed::TensorParallel& tp) {
+  hooks.input = [&tp](const torch::Tensor& x) { return tp.enter_region(x); };
+  hooks.output = [&tp](const torch::Tensor& y) { return tp.leave_region(y); };
+}
+
+void apply_to_block(TransformerBlockImpl& block, distributed::TensorParallel& tp) {
+  const bool sp = tp.options().sequence_parallel;
+  tp.replicate(*block.attention_norm, sp);
+  tp.replicate(*block.ffn_norm, sp);
+  auto& attention = *block.attention;
+  tp.colwise(*attention.wq);
+  tp.colwise(*attention.wk);
+  tp.colwise(*attention.wv);
+  tp.rowwise(*attention.wo);
+  if (attention.options.qk_norm) {
+    // Each rank normalises its own heads with the shared [head_dim] weights.
+    tp.replicate(*attention.q_norm, true);
+    tp.replicate(*attention.k_norm, true);
+  }
+  attention.options.n_heads /= tp.size();
+  attention.options.n_kv_heads /= tp.size();
+  region_hooks(attention.hooks, tp);
+  auto& ffn = *block.feed_forward;
+  tp.colwise(*ffn.w1);
+  tp.colwise(*ffn.w3);
+  tp.rowwise(*ffn.w2);
+  region_hooks(ffn.hooks, tp);
+}
+
+}  // namespace
+
+void apply_tensor_parallel(Transformer& model, distributed::TensorParallel& tp) {
+  if (tp.size() == 1) return;
+  distributed::check_tensor_parallel(model.shape(), tp.size(), 0, false);
+  auto& embedding = *model.tok_embeddings;
+  const int64_t vocab = embedding.weight.size(0);
+  tp.colwise(embedding);
+  embedding.vocab_parallel = true;
+  embedding.vocab_start = tp.rank() * (vocab / tp.size());
+  embedding.hooks.output = [&tp](const torch::Tensor& partial) {
+    return tp.leave_region(partial);  // [B, S / tp, dim] with sequence parallelism
+  };
+  for (const auto& layer : *model.layers) {
+    apply_to_block(*layer->as<TransformerBlockImpl>(), tp);
+  }
+  tp.replicate(*model.norm, tp.options().sequence_parallel);
+  if (model.output) tp.colwise(*model.output);  // else the classifier is the embedding
+  model.classifier_hooks.input = [&tp](const torch::Tensor& h) { return tp.enter_region(h); };
+  model.classifier_hooks.output = [&tp](const torch::Tensor& logits) { return tp.logits(logits); };
+  tp.finish(model);
+}
+
+}  // namespace titan::models
