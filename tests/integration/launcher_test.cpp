@@ -1,9 +1,6 @@
 // The launcher through the real binary: torchrun-style worlds on loopback (1 node x 2 ranks,
 // 2 "nodes" x 2 ranks from two launchers), fail-fast, and the fake-backend dry run.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -18,18 +15,6 @@ namespace {
 
 using testing::run_command;
 using testing::titan_binary;
-
-int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  close(fd);
-  return ntohs(addr.sin_port);
-}
 
 std::string read_file(const std::filesystem::path& p) {
   std::ifstream in(p);
@@ -50,7 +35,7 @@ TEST(Launcher, OneNodeTwoRanksAllReduce) {
 
 TEST(Launcher, TwoNodesOfTwoRanksOnLoopback) {
   auto dir = testing::make_temp_dir("titan_2node");
-  std::string endpoint = "127.0.0.1:" + std::to_string(free_port());
+  std::string endpoint = "127.0.0.1:" + std::to_string(testing::free_port());
   auto node = [&](int node_rank) {
     return run_command("NGPU=2 NNODES=2 NODE_RANK=" + std::to_string(node_rank) +
                        " RDZV_ENDPOINT=" + endpoint + " " + titan_binary() +

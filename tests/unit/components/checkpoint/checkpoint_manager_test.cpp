@@ -3,8 +3,6 @@
 // per kind of bad input (with its message), and real multi-process saves and loads under
 // different world sizes (this test binary re-executed as the ranks).
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -420,18 +418,6 @@ TEST_F(Manager, RefusesMissingOrCorruptMetadata) {
 
 // --- Several processes: this binary re-executed as the ranks of a real Gloo world. ---
 
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  socklen_t len = sizeof(addr);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
-
 // The command line of rank `rank` of `world` running this binary's DISABLED_Rank test.
 std::string rank_command(int rank, int world, int port, const std::string& mode,
                          const fs::path& dump) {
@@ -443,7 +429,7 @@ std::string rank_command(int rank, int world, int port, const std::string& mode,
 
 // Runs `world` ranks with `mode`; returns their exit status.
 testing::CommandResult run_ranks(int world, const std::string& mode, const fs::path& dump) {
-  const int port = free_port();
+  const int port = testing::free_port();
   std::string script = "pids=''; ";
   for (int r = 0; r < world; ++r) {
     script += fmt::format("{} > {}/rank{}.log 2>&1 & pids=\"$pids $!\"; ",
@@ -532,7 +518,7 @@ TEST(MultiProcess, SaveWithTwoRanksLoadWithThreeAndOne) {
 
 TEST(MultiProcess, SigkillMidSaveKeepsThePreviousCheckpoint) {
   const auto dump = testing::make_temp_dir("checkpoint_sigkill");
-  const auto r = testing::run_command(rank_command(0, 1, free_port(), "kill", dump));
+  const auto r = testing::run_command(rank_command(0, 1, testing::free_port(), "kill", dump));
   ASSERT_EQ(r.exit_code, 128 + SIGKILL) << r.output;
   EXPECT_TRUE(fs::exists(dump / "checkpoint" / "step-2.tmp"));
   EXPECT_FALSE(fs::exists(dump / "checkpoint" / "step-2"));
