@@ -29,7 +29,7 @@ printf "%-28s %8s %22s %20s %12s\n" "run" "ranks" "params+grads+opt MiB" "peak l
 run 1 fsdp1
 run 2 fsdp2
 run 4 fsdp4
-for mode in none full "selective 2"; do
+for mode in none full "selective 2" "selective op"; do
   set -- $mode
   run 2 "ac_${1}${2:-}" --activation_checkpoint.mode "$1" \
     ${2:+--activation_checkpoint.selective_ac_option $2}

@@ -2,7 +2,7 @@
 // llama3 debug model, fp32, the same data and global batch of 8 sequences, 20 steps, trained
 // as 1 rank, FSDP 2, FSDP 4, HSDP 2x2, DDP 4 and 1 rank with 4 accumulation steps gives the
 // same per-step losses within 1e-4 relative; resharding after forward or not, and activation
-// checkpointing (full, every 2nd block), give the same losses; bf16 parameters train to within
+// checkpointing (full, every 2nd block, op-level), give the same losses; bf16 parameters train to within
 // 2% of fp32's loss.
 #include <gtest/gtest.h>
 
@@ -65,6 +65,9 @@ TEST(Fsdp, ReshardAfterForwardAndCheckpointingKeepLosses) {
                                       "--activation_checkpoint.selective_ac_option 2 "
                                       "--parallelism.fsdp_reshard_after_forward never", 8);
   expect_same_losses(never, every2, 1e-6, "every 2nd block checkpointed");
+  auto op = run("NGPU=2", fsdp2 + "--activation_checkpoint.mode selective "
+                                  "--activation_checkpoint.selective_ac_option op", 8);
+  expect_same_losses(never, op, 1e-6, "op-level selective checkpointing");
 }
 
 TEST(Fsdp, Bf16ParametersTrackFp32) {

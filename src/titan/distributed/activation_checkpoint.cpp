@@ -2,7 +2,8 @@
 
 #include <ATen/core/ivalue.h>
 
-#include "titan/errors.h"
+#include "titan/models/common/feed_forward.h"
+#include "titan/models/common/rmsnorm.h"
 #include "titan/models/common/weight_module.h"
 
 namespace titan::distributed {
@@ -54,11 +55,65 @@ struct CheckpointFn : public torch::autograd::Function<CheckpointFn> {
   }
 };
 
+// What a recomputed elementwise op needs to run again in backward.
+struct OpState : torch::CustomClassHolder {
+  models::ElementwiseOp::Fn fn;
+};
+
+// Forward keeps only the op's inputs; backward reruns the op on them and differentiates it.
+struct RecomputeFn : public torch::autograd::Function<RecomputeFn> {
+  static torch::Tensor forward(AutogradContext* ctx, at::TensorList inputs,
+                               c10::intrusive_ptr<OpState> state) {
+    ctx->save_for_backward(inputs.vec());
+    ctx->saved_data["state"] = c10::IValue::make_capsule(state);
+    torch::NoGradGuard no_grad;
+    return state->fn(inputs.vec());
+  }
+
+  static variable_list backward(AutogradContext* ctx, variable_list grad_out) {
+    auto state = c10::static_intrusive_pointer_cast<OpState>(ctx->saved_data["state"].toCapsule());
+    std::vector<torch::Tensor> inputs;
+    for (const auto& t : ctx->get_saved_variables()) inputs.push_back(t.detach().requires_grad_(true));
+    torch::Tensor out;
+    {
+      torch::AutoGradMode enable(true);
+      out = state->fn(inputs);
+    }
+    auto grads = torch::autograd::grad({out}, inputs, {grad_out[0]}, /*retain_graph=*/false,
+                                       /*create_graph=*/false, /*allow_unused=*/true);
+    grads.emplace_back();  // no gradient for the state
+    return grads;
+  }
+};
+
+torch::Tensor recompute_in_backward(const std::vector<torch::Tensor>& inputs,
+                                    const models::ElementwiseOp::Fn& fn) {
+  if (!torch::GradMode::is_enabled()) return fn(inputs);
+  auto state = c10::make_intrusive<OpState>();
+  state->fn = fn;
+  return RecomputeFn::apply(at::TensorList(inputs), state);
+}
+
+// Op-level selective checkpointing: every norm and SwiGLU gate of the blocks recomputes.
+void apply_op_checkpointing(models::CausalLM& model) {
+  auto blocks = model.blocks();
+  for (const auto& block : *blocks) {
+    for (const auto& m : block->modules()) {
+      if (auto* norm = m->as<models::RMSNormImpl>()) norm->compute.runner = recompute_in_backward;
+      if (auto* ffn = m->as<models::FeedForwardImpl>()) ffn->gate.runner = recompute_in_backward;
+    }
+  }
+}
+
+bool is_op_level(const config::ActivationCheckpointSection& ac) {
+  return ac.mode == "selective" && ac.selective_ac_option == "op";
+}
+
 }  // namespace
 
 bool is_checkpointed(const config::ActivationCheckpointSection& ac, int64_t layer) {
   if (ac.mode == "full") return true;
-  if (ac.mode != "selective") return false;
+  if (ac.mode != "selective" || is_op_level(ac)) return false;
   int64_t every = std::stoll(ac.selective_ac_option);
   return (layer + 1) % every == 0;
 }
@@ -66,11 +121,7 @@ bool is_checkpointed(const config::ActivationCheckpointSection& ac, int64_t laye
 void apply_activation_checkpointing(models::CausalLM& model,
                                     const config::ActivationCheckpointSection& ac) {
   if (ac.mode == "none") return;
-  if (ac.mode == "selective" && ac.selective_ac_option == "op") {
-    throw ConfigError("activation_checkpoint.selective_ac_option = 'op' (per-op selective "
-                      "checkpointing) is not supported by this build; use a number N (every "
-                      "N-th block) or activation_checkpoint.mode = 'full'");
-  }
+  if (is_op_level(ac)) return apply_op_checkpointing(model);
   auto blocks = model.blocks();
   std::vector<std::vector<models::WeightModule*>> block_modules;
   for (size_t i = 0; i < blocks->size(); ++i) {

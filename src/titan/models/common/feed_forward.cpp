@@ -27,9 +27,10 @@ FeedForwardImpl::FeedForwardImpl(int64_t dim, int64_t hidden_dim,
 
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x_in) {
   auto x = hooks.on_input(x_in);   // x: [B, S, dim]
-  auto gate = torch::silu(w1(x));  // gate: [B, S, hidden]
-  auto up = w3(x);                 // up: [B, S, hidden]
-  return hooks.on_output(w2(gate * up));  // [B, S, dim]
+  auto hidden = gate({w1(x), w3(x)}, [](const std::vector<torch::Tensor>& in) {
+    return torch::silu(in[0]) * in[1];  // [B, S, hidden]
+  });
+  return hooks.on_output(w2(hidden));  // [B, S, dim]
 }
 
 }  // namespace titan::models

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "titan/models/common/elementwise_op.h"
 #include "titan/models/common/linear.h"
 #include "titan/models/common/module_hooks.h"
 
@@ -23,13 +24,15 @@ class FeedForwardImpl : public torch::nn::Module {
   /// w1, w3: [hidden_dim, dim]; w2: [dim, hidden_dim]; uninitialised (see init_weights).
   FeedForwardImpl(int64_t dim, int64_t hidden_dim, const torch::TensorOptions& options);
 
-  /// x: [B, S, dim] -> [B, S, dim]; `hooks` run on x and on the output of w2.
+  /// x: [B, S, dim] -> [B, S, dim]; `hooks` run on x and on the output of w2, `gate` computes
+  /// silu(w1 x) * w3 x from the two projections.
   torch::Tensor forward(const torch::Tensor& x);
 
   Linear w1{nullptr};  // gate projection (HF mlp.gate_proj)
   Linear w2{nullptr};  // down projection (HF mlp.down_proj)
   Linear w3{nullptr};  // up projection (HF mlp.up_proj)
   ModuleHooks hooks;
+  ElementwiseOp gate;
 };
 TORCH_MODULE(FeedForward);
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "titan/models/common/elementwise_op.h"
 #include "titan/models/common/weight_module.h"
 
 namespace titan::models {
@@ -16,13 +17,15 @@ class RMSNormImpl : public WeightModule {
   RMSNormImpl(int64_t dim, double eps, const torch::TensorOptions& options);
 
   /// x: [..., dim] -> [..., dim] in x's dtype. The statistics and the scaling are computed in
-  /// float32 (float64 when x is float64), as Hugging Face's LlamaRMSNorm does.
+  /// float32 (float64 when x is float64), as Hugging Face's LlamaRMSNorm does; through
+  /// `compute` (one elementwise op of x and the weight).
   torch::Tensor forward(const torch::Tensor& x);
 
   /// Sets the weight to ones.
   void reset_parameters();
 
   double eps;
+  ElementwiseOp compute;
 };
 TORCH_MODULE(RMSNorm);
 
