@@ -1,6 +1,7 @@
 // Checkpoints in real training runs: stopping at step 10 and resuming gives exactly the
 // per-step losses of an uninterrupted run (1 rank and FSDP 2, synchronous and async saves), and
-// a checkpoint written under FSDP 4 resumes under 1 rank and FSDP 2 following the FSDP 4 run.
+// a checkpoint written under FSDP 4 resumes under 1 rank and FSDP 2 following the FSDP 4 run,
+// and tensor-parallel checkpoints do the same.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -81,6 +82,24 @@ TEST(CheckpointResume, Fsdp4CheckpointResumesUnderOtherLayouts) {
   auto on_two = stop_and_resume("NGPU=4", "NGPU=2", "--training.local_batch_size 2",
                                 "--training.local_batch_size 4");
   expect_losses(fsdp4, on_two, 1e-5);
+}
+
+// Tensor-parallel slices are stored in the whole model's coordinates: TP 2 x FSDP 2 resumes
+// bit-exactly, and its checkpoint resumes under 1 rank and under TP 4 (without sequence
+// parallelism) following the uninterrupted run.
+TEST(CheckpointResume, TensorParallelCheckpointsResumeUnderAnyLayout) {
+  const std::string tp2 = "--training.local_batch_size 4 --parallelism.tensor_parallel_degree 2";
+  auto straight = run_in(testing::make_temp_dir("titan_tp_straight"), "NGPU=4",
+                         tp2 + " --training.steps 20");
+  expect_losses(straight, stop_and_resume("NGPU=4", "NGPU=4", tp2, tp2), 0.0);
+  expect_losses(straight,
+                stop_and_resume("NGPU=4", "NGPU=1", tp2, "--training.local_batch_size 8"), 1e-5);
+  expect_losses(straight,
+                stop_and_resume("NGPU=4", "NGPU=4", tp2,
+                                "--training.local_batch_size 8 "
+                                "--parallelism.tensor_parallel_degree 4 "
+                                "--parallelism.disable_sequence_parallel"),
+                1e-5);
 }
 
 TEST(CheckpointGenerate, ScoresTheSameAsItsHuggingFaceExport) {
