@@ -5,6 +5,7 @@
 #include "titan/components/metrics.h"
 #include "titan/config/resolve.h"
 #include "titan/distributed/parallel_dims.h"
+#include "titan/distributed/tensor_parallel.h"
 #include "titan/tools/plan.h"
 #include "titan/train/train_spec.h"
 
@@ -65,6 +66,8 @@ int dry_run(const config::JobConfig& job, int world_size, std::ostream& out) {
                      global / (t.local_batch_size * dims.dp()),
                      components::with_commas(global * t.seq_len));
   auto model = get_train_spec(job.model.name).build_on_device(job.model.flavor, torch::kMeta);
+  distributed::check_tensor_parallel(model->shape(), dims.tp, t.seq_len,
+                                     !job.parallelism.disable_sequence_parallel);
   auto plan = tools::plan_layout(*model, job, dims);
   out << fmt::format("  model: {} parameters ({} in the embedding), {:.3g} training FLOPs per "
                      "token at seq_len {} (built on the meta device: nothing allocated)\n",
