@@ -221,7 +221,7 @@ Trainer::StepResult Trainer::train_step(int64_t step) {
     auto data_start = Clock::now();
     auto batch = data_->get(step - 1, m);
     r.data_time_s += seconds_since(data_start);
-    auto logits = model_->forward(batch.input);  // [B, S, V]
+    auto logits = model_->forward(batch.input);  // [B, S, V] (V / tp with loss parallelism)
     // Sum over this microbatch's tokens divided by the step's global token count, so that
     // summing gradients over microbatches and ranks gives the global mean's gradient.
     auto loss = tp_->loss_sum(logits, batch.label) / static_cast<double>(global_tokens_per_step_);
