@@ -60,7 +60,7 @@ void expect_losses(const TrainRun& ref, const TrainRun& got, double rtol) {
 }
 
 TEST(CheckpointResume, BitExactOnOneRankAndFsdp2SyncAndAsync) {
-  for (const std::string& async : {"disabled", "async"}) {
+  for (const char* async : {"disabled", "async"}) {
     for (const auto& [env, batch] : {std::pair<std::string, std::string>{"NGPU=1", "8"},
                                      std::pair<std::string, std::string>{"NGPU=2", "4"}}) {
       std::string args = "--training.local_batch_size " + batch + " --checkpoint.async_mode " + async;

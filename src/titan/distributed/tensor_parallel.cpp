@@ -1,6 +1,7 @@
 #include "titan/distributed/tensor_parallel.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "titan/components/loss.h"
 #include "titan/distributed/collectives.h"
@@ -118,8 +119,9 @@ std::vector<double> TensorParallel::norm_weights(const std::vector<torch::Tensor
 
 const TensorParallel::Placement* TensorParallel::placement_of(const std::string& key,
                                                              const std::string& prefix) const {
-  auto it = by_name_.find(key.substr(prefix.size()));
-  if (key.compare(0, prefix.size(), prefix) != 0 || it == by_name_.end()) {
+  const bool prefixed = key.compare(0, prefix.size(), prefix) == 0;
+  auto it = prefixed ? by_name_.find(key.substr(prefix.size())) : by_name_.end();
+  if (it == by_name_.end()) {
     throw CheckpointError(fmt::format("tensor parallelism knows no parameter for checkpoint "
                                       "entry {}", key));
   }
