@@ -56,10 +56,31 @@ trap 'rm -rf "$work"' EXIT
 mkdir -p "$(dirname "$out")"
 : > "$out"
 
+# roof CONFIG LAYOUT RANKS THREADS WHEN: the fp32 GEMM roof per rank, every rank's process
+# measuring at once as in training (median over ranks), appended as one JSON line. Measured
+# before every run: the table takes the best as the roof, and a low one flags other load.
+roof() {
+  local r
+  for ((r = 0; r < $3; r++)); do
+    OMP_NUM_THREADS=$4 nice -n 10 $python "$root/bench/gemm_peak.py" --threads "$4" \
+      > "$work/gemm_$r" &
+  done
+  wait
+  cat "$work"/gemm_* | $python -c '
+import json, statistics, sys
+rows = [json.loads(l) for l in sys.stdin]
+print(json.dumps({"impl": "gemm", "config": sys.argv[1], "layout": sys.argv[2],
+                  "when": sys.argv[3],
+                  "gflops_per_rank": statistics.median(r["gflops"] for r in rows),
+                  "blas_kernels": rows[0]["core"]}))' "$1" "$2" "$5" >> "$out"
+  rm -f "$work"/gemm_*
+}
+
 free_port() { $python -c 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])'; }
 
 # launch RANKS THREADS DIR CMD...: starts RANKS copies of CMD with torchrun's variables, each
-# under /usr/bin/time (max RSS in DIR/rss_<r>), waits for all; fails if one fails.
+# under /usr/bin/time (max RSS in DIR/rss_<r>) and a timeout (RUN_TIMEOUT seconds, default
+# 3600), waits for all; fails if one fails.
 launch() {
   local ranks=$1 threads=$2 dir=$3
   shift 3
@@ -69,7 +90,8 @@ launch() {
   for ((r = 0; r < ranks; r++)); do
     RANK=$r LOCAL_RANK=$r WORLD_SIZE=$ranks LOCAL_WORLD_SIZE=$ranks MASTER_ADDR=127.0.0.1 \
       MASTER_PORT=$port OMP_NUM_THREADS=$threads \
-      nice -n 10 /usr/bin/time -f %M -o "$dir/rss_$r" "$@" > "$dir/out_$r" 2>&1 &
+      nice -n 10 /usr/bin/time -f %M -o "$dir/rss_$r" \
+      timeout --kill-after=10 "${RUN_TIMEOUT:-3600}" "$@" > "$dir/out_$r" 2>&1 &
     pids+=($!)
   done
   for r in "${pids[@]}"; do wait "$r" || status=$?; done
@@ -158,25 +180,12 @@ for config in "${config_list[@]}"; do
           --parallelism.data_parallel_shard_degree 1)
     fi
     "$titan" config "${common[@]}" "${dp[@]}" > "$work/$config-$layout.toml"
-    # The GEMM roof of this layout: every rank's process measuring at once, as in training.
-    for ((r = 0; r < ranks; r++)); do
-      OMP_NUM_THREADS=$threads nice -n 10 $python "$root/bench/gemm_peak.py" \
-        --threads "$threads" > "$work/gemm_$r" &
-    done
-    wait
-    cat "$work"/gemm_* | $python -c '
-import json, statistics, sys
-rows = [json.loads(l) for l in sys.stdin]
-print(json.dumps({"impl": "gemm", "config": sys.argv[1], "layout": sys.argv[2],
-                  "gflops_per_rank": statistics.median(r["gflops"] for r in rows),
-                  "blas_kernels": rows[0]["core"]}))' "$config" "$layout" | tee -a "$out" \
-      | sed 's/^/  /'
-    rm -f "$work"/gemm_*
     for ((rep = 1; rep <= reps; rep++)); do
       # Alternate which side goes first, so neither always runs on a warmer machine.
       order=(titan reference)
       ((rep % 2 == 0)) && order=(reference titan)
       for impl in "${order[@]}"; do
+        roof "$config" "$layout" "$ranks" "$threads" "before $impl rep $rep"
         dir="$work/$config-$layout-$impl-$rep"
         if [[ $impl == titan ]]; then
           launch "$ranks" "$threads" "$dir" "$titan" train "${common[@]}" "${dp[@]}" \

@@ -5,7 +5,9 @@ earlier results file.
 
 One row per (config, layout, implementation): tokens/s per rank over the repetitions (median,
 min, max), the titan / PyTorch ratio of medians, MFU of the median against the fp32 GEMM roof
-measured in the same run (median over the layout's ranks measuring at once), titan's peak live
+measured in the same run (the best of the measurements taken before every run; each is the
+median over the layout's ranks measuring at once), the lowest of those measurements in percent
+of the best (well below 100: other work shared the CPUs during some runs), titan's peak live
 tensor bytes (its metrics' memory_gib) and the largest per-rank max RSS (/usr/bin/time) over
 the repetitions. With --compare, the older file's titan median and the change.
 """
@@ -24,7 +26,7 @@ def load(path: str):
             if r["impl"] == "machine":
                 machine[r["event"]] = r
             elif r["impl"] == "gemm":
-                gemm[(r["config"], r["layout"])] = r
+                gemm.setdefault((r["config"], r["layout"]), []).append(r["gflops_per_rank"])
             else:
                 runs[(r["config"], r["layout"], r["impl"])].append(r)
     return runs, gemm, machine
@@ -46,13 +48,15 @@ def main() -> None:
               + (f", {end['loadavg_1m']:.2f} at end" if end else "") + "\n")
 
     header = ["config", "layout", "impl", "reps", "tok/s/rank median", "min", "max",
-              "titan/PyTorch", "GEMM roof GFLOP/s", "MFU %", "titan memory GiB", "max RSS GiB"]
+              "titan/PyTorch", "GEMM roof GFLOP/s", "lowest roof %", "MFU %",
+              "titan memory GiB", "max RSS GiB"]
     if args.compare:
         header += ["earlier median", "change"]
     print("| " + " | ".join(header) + " |")
     print("|" + "---|" * len(header))
     for (config, layout) in sorted({(c, l) for c, l, _ in runs}):
-        roof = gemm.get((config, layout), {}).get("gflops_per_rank")
+        roofs = gemm.get((config, layout), [])
+        roof = max(roofs) if roofs else None
         medians = {}
         for impl in ("titan", "reference"):
             rs = runs.get((config, layout, impl))
@@ -70,7 +74,8 @@ def main() -> None:
             mem = f"{max(r['titan_memory_gib'] for r in rs):.2f}" if impl == "titan" else ""
             row = [config, layout, "titan" if impl == "titan" else "PyTorch", str(len(rs)),
                    f"{med:.1f}", f"{min(tps):.1f}", f"{max(tps):.1f}", ratio,
-                   f"{roof:.1f}" if roof else "", mfu, mem,
+                   f"{roof:.1f}" if roof else "",
+                   f"{100 * min(roofs) / roof:.0f}" if roof else "", mfu, mem,
                    f"{max(r['max_rss_gib'] for r in rs):.2f}"]
             if args.compare:
                 old = old_runs.get((config, layout, impl))

@@ -38,6 +38,9 @@ constexpr double kUpdateTolerance = 1e-4;
 constexpr double kBeta1 = 0.9;  // optimizer.beta1 of llama3_debugmodel (TorchTitan's default)
 constexpr int kSteps = 5;
 const char* const kPython = "/usr/bin/python3";
+const char* const kNoTorch =
+    "/usr/bin/python3 cannot import torch (Debian package python3-torch): the PyTorch reference "
+    "of bench/reference cannot run";
 
 // llama3 debugmodel at seq 64 x batch 2: a few seconds per run on 2 cores.
 const std::string kShape =
@@ -46,9 +49,35 @@ const std::string kShape =
 
 std::string reference_script() { return std::string(TITAN_SOURCE_DIR) + "/bench/reference/train.py"; }
 
-CommandResult titan(const std::string& args) {
-  return run_command("NGPU=1 " + testing::titan_binary() + " launch " + kShape +
-                     testing::shakespeare() + " " + args);
+bool have_torch() {
+  return run_command(std::string(kPython) + " -c 'import torch'").exit_code == 0;
+}
+
+CommandResult titan(const std::string& args, int ranks = 1) {
+  return run_command(fmt::format("NGPU={} {} launch {}{} {}", ranks, testing::titan_binary(),
+                                 kShape, testing::shakespeare(), args));
+}
+
+// Writes the step-0 weights to DIR/seed/checkpoint/step-0 and returns that folder and the
+// token cache titan reads.
+std::pair<std::string, std::string> seed_checkpoint(const fs::path& dir) {
+  auto r = titan("--checkpoint.enable --checkpoint.create_seed_checkpoint --job.dump_folder " +
+                 (dir / "seed").string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  std::smatch cache;
+  EXPECT_TRUE(std::regex_search(r.output, cache, std::regex(R"(token cache (\S+\.tokens))")))
+      << r.output;
+  return {(dir / "seed" / "checkpoint" / "step-0").string(), cache.empty() ? "" : cache[1].str()};
+}
+
+// Resolves titan's config for `args` into DIR/NAME.toml, the reference's --config.
+std::string resolved_config(const fs::path& dir, const std::string& name,
+                            const std::string& args) {
+  const std::string path = (dir / (name + ".toml")).string();
+  auto r = run_command(fmt::format("{} config {}{} {} > {}", testing::titan_binary(), kShape,
+                                   testing::shakespeare(), args, path));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  return path;
 }
 
 // The full tensors of one section of a titan checkpoint folder.
@@ -115,24 +144,37 @@ double expect_tensors_close(const components::TensorMap& titan, const std::strin
   return worst;
 }
 
-TEST(PytorchParity, SameWeightsAndBatchesGiveSameLossesGradientsAndWeights) {
-  if (run_command(std::string(kPython) + " -c 'import torch'").exit_code != 0) {
-    GTEST_SKIP() << kPython << " cannot import torch (Debian package python3-torch): the "
-                 << "PyTorch reference of bench/reference cannot run";
+// Checks per-step losses, gradient norms and learning rates of two metrics files; returns the
+// largest relative differences of loss and grad_norm.
+std::pair<double, double> expect_same_steps(const std::vector<nlohmann::json>& titan_metrics,
+                                            const std::vector<nlohmann::json>& ref_metrics,
+                                            size_t steps) {
+  EXPECT_EQ(titan_metrics.size(), steps);
+  EXPECT_EQ(ref_metrics.size(), steps);
+  double worst_loss = 0, worst_norm = 0;
+  for (size_t s = 0; s < std::min({steps, titan_metrics.size(), ref_metrics.size()}); ++s) {
+    const double loss = rel(titan_metrics[s]["loss"], ref_metrics[s]["loss"]);
+    const double norm = rel(titan_metrics[s]["grad_norm"], ref_metrics[s]["grad_norm"]);
+    EXPECT_LE(loss, kTolerance) << "loss at step " << s + 1;
+    EXPECT_LE(norm, kTolerance) << "grad_norm at step " << s + 1;
+    EXPECT_NEAR(titan_metrics[s]["lr"], ref_metrics[s]["lr"], 1e-15) << "lr at step " << s + 1;
+    worst_loss = std::max(worst_loss, loss);
+    worst_norm = std::max(worst_norm, norm);
   }
-  const fs::path dir = testing::make_temp_dir("titan_parity");
-  const std::string seed = (dir / "seed" / "checkpoint" / "step-0").string();
+  return {worst_loss, worst_norm};
+}
 
-  // Step-0 weights, then titan A: one unclipped step, checkpointed (exp_avg = 0.1 grad).
-  auto r = titan("--checkpoint.enable --checkpoint.create_seed_checkpoint --job.dump_folder " +
-                 (dir / "seed").string());
+TEST(PytorchParity, SameWeightsAndBatchesGiveSameLossesGradientsAndWeights) {
+  if (!have_torch()) GTEST_SKIP() << kNoTorch;
+  const fs::path dir = testing::make_temp_dir("titan_parity");
+  const auto [seed, tokens] = seed_checkpoint(dir);
+  ASSERT_FALSE(HasFailure());
+
+  // titan A: one unclipped step from the seed weights, checkpointed (exp_avg = 0.1 grad).
+  auto r = titan("--training.steps 1 --training.max_norm 0 --checkpoint.enable "
+                 "--checkpoint.initial_load_path " + seed + " --job.dump_folder " +
+                 (dir / "a").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  r = titan("--training.steps 1 --training.max_norm 0 --checkpoint.enable "
-            "--checkpoint.initial_load_path " + seed + " --job.dump_folder " + (dir / "a").string());
-  ASSERT_EQ(r.exit_code, 0) << r.output;
-  std::smatch cache;
-  ASSERT_TRUE(std::regex_search(r.output, cache, std::regex(R"(token cache (\S+\.tokens))")))
-      << r.output;
 
   // titan B: five clipped steps (max_norm 1.0) with a warmup-decay schedule, checkpointed at 5.
   const std::string b_args = fmt::format(
@@ -143,31 +185,17 @@ TEST(PytorchParity, SameWeightsAndBatchesGiveSameLossesGradientsAndWeights) {
   ASSERT_EQ(r.exit_code, 0) << r.output;
 
   // The reference with B's resolved config, from the same seed weights and token cache.
-  r = run_command(testing::titan_binary() + " config " + kShape + testing::shakespeare() + " " +
-                  b_args + " > " + (dir / "b.toml").string());
-  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string config = resolved_config(dir, "b", b_args);
   r = run_command(fmt::format("{} {} --config {} --checkpoint {} --tokens {} --metrics {} "
                               "--save_grads {} --save_weights {}",
-                              kPython, reference_script(), (dir / "b.toml").string(), seed,
-                              cache[1].str(), (dir / "ref.jsonl").string(),
+                              kPython, reference_script(), config, seed, tokens,
+                              (dir / "ref.jsonl").string(),
                               (dir / "ref_grads.safetensors").string(),
                               (dir / "ref_weights.safetensors").string()));
   ASSERT_EQ(r.exit_code, 0) << r.output;
 
-  const auto titan_metrics = read_jsonl(dir / "b" / "metrics.jsonl");
-  const auto ref_metrics = read_jsonl(dir / "ref.jsonl");
-  ASSERT_EQ(titan_metrics.size(), size_t{kSteps});
-  ASSERT_EQ(ref_metrics.size(), size_t{kSteps});
-  double worst_loss = 0, worst_norm = 0;
-  for (size_t s = 0; s < kSteps; ++s) {
-    const double loss = rel(titan_metrics[s]["loss"], ref_metrics[s]["loss"]);
-    const double norm = rel(titan_metrics[s]["grad_norm"], ref_metrics[s]["grad_norm"]);
-    EXPECT_LE(loss, kTolerance) << "loss at step " << s + 1;
-    EXPECT_LE(norm, kTolerance) << "grad_norm at step " << s + 1;
-    EXPECT_NEAR(titan_metrics[s]["lr"], ref_metrics[s]["lr"], 1e-15) << "lr at step " << s + 1;
-    worst_loss = std::max(worst_loss, loss);
-    worst_norm = std::max(worst_norm, norm);
-  }
+  const auto [worst_loss, worst_norm] = expect_same_steps(
+      read_jsonl(dir / "b" / "metrics.jsonl"), read_jsonl(dir / "ref.jsonl"), kSteps);
   const auto titan_state = read_checkpoint(dir / "a" / "checkpoint" / "step-1", "optimizer");
   const double worst_grad = expect_tensors_close(
       titan_state, "optimizer.exp_avg.",
@@ -191,6 +219,39 @@ TEST(PytorchParity, SameWeightsAndBatchesGiveSameLossesGradientsAndWeights) {
                            "over {} steps {:.1e} (tolerance {:.0e})\n",
                            worst_loss, worst_norm, worst_grad, kTolerance, kSteps, worst_update,
                            kUpdateTolerance);
+  if (!HasFailure()) fs::remove_all(dir);
+}
+
+// Two data-parallel ranks, as bench/run_throughput.sh runs them: titan's default FSDP and the
+// reference's DistributedDataParallel split each step's batch alike and give the same losses.
+TEST(PytorchParity, TwoDataParallelRanksGiveSameLosses) {
+  if (!have_torch()) GTEST_SKIP() << kNoTorch;
+  const fs::path dir = testing::make_temp_dir("titan_parity_dp");
+  const auto [seed, tokens] = seed_checkpoint(dir);
+  ASSERT_FALSE(HasFailure());
+  const std::string args = fmt::format(
+      "--training.steps 3 --metrics.log_freq 1 --checkpoint.initial_load_path {} ", seed);
+  auto r = titan(args + "--checkpoint.enable --checkpoint.interval 100 "
+                 "--checkpoint.last_save_model_only --job.dump_folder " + (dir / "t").string(),
+                 /*ranks=*/2);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string config = resolved_config(dir, "dp", args);
+  // Two reference ranks with torchrun's variables; fails if either fails.
+  const std::string rank = fmt::format(
+      "WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port OMP_NUM_THREADS=1 timeout 300 {} {} "
+      "--config {} --checkpoint {} --tokens {} --metrics {}",
+      kPython, reference_script(), config, seed, tokens, (dir / "ref.jsonl").string());
+  r = run_command(fmt::format(
+      "port=$({} -c 'import socket; s = socket.socket(); s.bind((\"\", 0)); "
+      "print(s.getsockname()[1])'); RANK=1 {} & other=$!; RANK=0 {}; mine=$?; wait $other; "
+      "exit $((mine | $?))",
+      kPython, rank, rank));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto [worst_loss, worst_norm] = expect_same_steps(
+      read_jsonl(dir / "t" / "metrics.jsonl"), read_jsonl(dir / "ref.jsonl"), 3);
+  std::cout << fmt::format("[parity] 2 ranks, titan FSDP vs PyTorch DDP, largest relative "
+                           "difference: loss {:.1e}, grad_norm {:.1e} (tolerance {:.0e})\n",
+                           worst_loss, worst_norm, kTolerance);
   if (!HasFailure()) fs::remove_all(dir);
 }
 
