@@ -31,14 +31,15 @@ while (($#)); do
 done
 ((steps >= 2)) || { echo "--steps must be at least 2 (step 1 is warm-up)" >&2; exit 2; }
 [[ -x $titan ]] || { echo "$titan not built: run ./run_tests.sh or scripts/setup.sh" >&2; exit 2; }
-$python -c 'import torch' 2>/dev/null || { echo "$python lacks torch: apt-get install python3-torch" >&2; exit 2; }
+$python -c 'import torch' 2>/dev/null \
+  || { echo "$python lacks torch: apt-get install python3-torch" >&2; exit 2; }
 [[ -x /usr/bin/time ]] || { echo "/usr/bin/time missing: apt-get install time" >&2; exit 2; }
 
 # Both sides get the same OpenBLAS kernels. titan re-executes itself with OPENBLAS_CORETYPE when
 # OpenBLAS falls back to pre-AVX2 kernels (src/titan/platform/blas.cpp); apply the same rule
 # here so that Python gets what titan gets (a value already set is kept).
 if [[ -z ${OPENBLAS_CORETYPE:-} ]]; then
-  core=$($python -c 'import sys; sys.path.insert(0, "'"$root"'/bench"); import gemm_peak; print(gemm_peak.openblas_core())')
+  core=$(cd "$root/bench" && $python -c 'import gemm_peak; print(gemm_peak.openblas_core())')
   case $core in
     Prescott|Core2|Penryn|Dunnington|Nehalem|Atom|Katmai|Coppermine|Northwood|Banias|Sandybridge)
       flags=$(grep -m1 '^flags' /proc/cpuinfo)
@@ -76,7 +77,9 @@ print(json.dumps({"impl": "gemm", "config": sys.argv[1], "layout": sys.argv[2],
   rm -f "$work"/gemm_*
 }
 
-free_port() { $python -c 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])'; }
+free_port() {
+  $python -c 'import socket; s = socket.socket(); s.bind(("", 0)); print(s.getsockname()[1])'
+}
 
 # launch RANKS THREADS DIR CMD...: starts RANKS copies of CMD with torchrun's variables, each
 # under /usr/bin/time (max RSS in DIR/rss_<r>) and a timeout (RUN_TIMEOUT seconds, default
@@ -146,6 +149,7 @@ print(json.dumps({"impl": "machine", "event": event, "time": time.strftime("%Y-%
                   "loadavg_1m": os.getloadavg()[0], "cpu": cpu, "cores": os.cpu_count(),
                   "titan_revision": rev, "torch": torch.__version__,
                   "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE", ""),
+                  "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", ""),
                   "reps": int(reps), "steps": int(steps)}))
 EOF
 }
@@ -160,7 +164,8 @@ IFS=, read -ra config_list <<< "$configs"
 IFS=, read -ra layout_list <<< "$layouts"
 for config in "${config_list[@]}"; do
   case $config in
-    debug) shape=(--model.flavor debugmodel --training.seq_len 2048 --training.local_batch_size 2) ;;
+    debug) shape=(--model.flavor debugmodel --training.seq_len 2048
+                  --training.local_batch_size 2) ;;
     100m) shape=(--model.flavor 100M --training.seq_len 1024 --training.local_batch_size 4) ;;
     *) echo "unknown config $config (debug, 100m)" >&2; exit 2 ;;
   esac
@@ -193,7 +198,8 @@ for config in "${config_list[@]}"; do
           record titan "$config" "$layout" "$rep" "$dir" "$dir/dump/metrics.jsonl"
         else
           launch "$ranks" "$threads" "$dir" $python "$root/bench/reference/train.py" \
-            --config "$work/$config-$layout.toml" --checkpoint "$work/seed-$config/checkpoint/step-0" \
+            --config "$work/$config-$layout.toml" \
+            --checkpoint "$work/seed-$config/checkpoint/step-0" \
             --tokens "$tokens" --metrics "$dir/ref.jsonl"
           record reference "$config" "$layout" "$rep" "$dir" "$dir/ref.jsonl"
         fi

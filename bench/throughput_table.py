@@ -43,7 +43,8 @@ def main() -> None:
     if start:
         print(f"{start['time']}: titan {start['titan_revision']}, torch {start['torch']}, "
               f"{start['cpu']} x {start['cores']}, OPENBLAS_CORETYPE="
-              f"{start['OPENBLAS_CORETYPE'] or 'unset'}, {start['steps']} steps (1 warm-up), "
+              f"{start['OPENBLAS_CORETYPE'] or 'unset'}, OMP_WAIT_POLICY="
+              f"{start.get('OMP_WAIT_POLICY') or 'unset'}, {start['steps']} steps (1 warm-up), "
               f"load average {start['loadavg_1m']:.2f} at start"
               + (f", {end['loadavg_1m']:.2f} at end" if end else "") + "\n")
 
