@@ -33,11 +33,24 @@ TransformerArgs debugmodel() {
   return a;
 }
 
+// Issue 7's "~100M" benchmark shape: a GPT-2-small-sized body (dim 768, 12 layers) with
+// grouped-query attention (12 heads, 4 key/value heads) on the debug model's byte-level
+// vocabulary; 78.7M parameters with vocab 2048 (hidden width 2048 by TorchTitan's rule).
+TransformerArgs bench_100m() {
+  TransformerArgs a = debugmodel();
+  a.dim = 768;
+  a.n_layers = 12;
+  a.n_heads = 12;
+  a.n_kv_heads = 4;
+  return a;
+}
+
 }  // namespace
 
 const FlavorTable& flavors() {
   static const FlavorTable table = {
       {"debugmodel", debugmodel()},
+      {"100M", bench_100m()},
       {"1B", llama(2048, 16, 32, 8, 1.5, 256, 32.0, true)},
       {"3B", llama(3072, 28, 24, 8, 1.0, 256, 32.0, true)},
       {"8B", llama(4096, 32, 32, 8, 1.3, 1024, 8.0, false)},

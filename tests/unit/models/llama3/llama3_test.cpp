@@ -110,7 +110,8 @@ TEST(Llama3Parity, Llama3TinySmallAttentionChunks) {
 
 TEST(Llama3Flavors, SizesMatchTheReleasedModels) {
   const auto& spec = train::get_train_spec("llama3");
-  EXPECT_EQ(spec.flavors, (std::vector<std::string>{"debugmodel", "1B", "3B", "8B", "70B", "405B"}));
+  EXPECT_EQ(spec.flavors,
+            (std::vector<std::string>{"debugmodel", "100M", "1B", "3B", "8B", "70B", "405B"}));
   // Parameter counts of the Hugging Face releases (tied embeddings counted once).
   const std::map<std::string, int64_t> released = {
       {"1B", 1235814400}, {"3B", 3212749824}, {"8B", 8030261248}, {"70B", 70553706496},
@@ -119,6 +120,9 @@ TEST(Llama3Flavors, SizesMatchTheReleasedModels) {
     auto model = spec.build_on_device(flavor, torch::kMeta);
     EXPECT_EQ(model->num_params(), params) << flavor;
   }
+  // The benchmark shape: 12 x (2 x 768^2 + 2 x 256 x 768 + 3 x 768 x 2048 + 2 x 768) + 2 x 2048
+  // x 768 + 768.
+  EXPECT_EQ(spec.build_on_device("100M", torch::kMeta)->num_params(), 78662400);
   auto debug = spec.build("debugmodel");
   EXPECT_EQ(debug->shape().vocab_size, 2048);
   EXPECT_EQ(debug->shape().head_dim, 16);
@@ -145,7 +149,8 @@ TEST(Llama3Flavors, UnknownFlavorNamesTheValidOnes) {
     FAIL() << "expected ConfigError";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("model.flavor"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("debugmodel, 1B, 3B, 8B, 70B, 405B"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("debugmodel, 100M, 1B, 3B, 8B, 70B, 405B"),
+              std::string::npos)
         << e.what();
   }
 }

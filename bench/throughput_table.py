@@ -1,0 +1,92 @@
+"""The table of bench/run_throughput.sh from its results file (JSON Lines), optionally beside an
+earlier results file.
+
+  /usr/bin/python3 bench/throughput_table.py RESULTS.jsonl [--compare OLDER.jsonl]
+
+One row per (config, layout, implementation): tokens/s per rank over the repetitions (median,
+min, max), the titan / PyTorch ratio of medians, MFU of the median against the fp32 GEMM roof
+measured in the same run (the best of the measurements taken before every run; each is the
+median over the layout's ranks measuring at once), the lowest of those measurements in percent
+of the best (well below 100: other work shared the CPUs during some runs), titan's peak live
+tensor bytes (its metrics' memory_gib) and the largest per-rank max RSS (/usr/bin/time) over
+the repetitions. With --compare, the older file's titan median and the change.
+"""
+
+import argparse
+import json
+import statistics
+from collections import defaultdict
+
+
+def load(path: str):
+    runs, gemm, machine = defaultdict(list), {}, {}
+    with open(path) as f:
+        for line in f:
+            r = json.loads(line)
+            if r["impl"] == "machine":
+                machine[r["event"]] = r
+            elif r["impl"] == "gemm":
+                gemm.setdefault((r["config"], r["layout"]), []).append(r["gflops_per_rank"])
+            else:
+                runs[(r["config"], r["layout"], r["impl"])].append(r)
+    return runs, gemm, machine
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("results")
+    p.add_argument("--compare", help="an earlier results file")
+    args = p.parse_args()
+    runs, gemm, machine = load(args.results)
+    old_runs = load(args.compare)[0] if args.compare else {}
+    start, end = machine.get("start"), machine.get("end")
+    if start:
+        print(f"{start['time']}: titan {start['titan_revision']}, torch {start['torch']}, "
+              f"{start['cpu']} x {start['cores']}, OPENBLAS_CORETYPE="
+              f"{start['OPENBLAS_CORETYPE'] or 'unset'}, OMP_WAIT_POLICY="
+              f"{start.get('OMP_WAIT_POLICY') or 'unset'}, {start['steps']} steps (1 warm-up), "
+              f"load average {start['loadavg_1m']:.2f} at start"
+              + (f", {end['loadavg_1m']:.2f} at end" if end else "") + "\n")
+
+    header = ["config", "layout", "impl", "reps", "tok/s/rank median", "min", "max",
+              "titan/PyTorch", "GEMM roof GFLOP/s", "lowest roof %", "MFU %",
+              "titan memory GiB", "max RSS GiB"]
+    if args.compare:
+        header += ["earlier median", "change"]
+    print("| " + " | ".join(header) + " |")
+    print("|" + "---|" * len(header))
+    for (config, layout) in sorted({(c, l) for c, l, _ in runs}):
+        roofs = gemm.get((config, layout), [])
+        roof = max(roofs) if roofs else None
+        medians = {}
+        for impl in ("titan", "reference"):
+            rs = runs.get((config, layout, impl))
+            if rs:
+                medians[impl] = statistics.median(r["tps_per_rank"] for r in rs)
+        for impl in ("titan", "reference"):
+            rs = runs.get((config, layout, impl))
+            if not rs:
+                continue
+            tps = [r["tps_per_rank"] for r in rs]
+            med = medians[impl]
+            ratio = (f"{medians['titan'] / medians['reference']:.2f}"
+                     if impl == "titan" and "reference" in medians else "")
+            mfu = f"{100 * rs[0]['flops_per_token'] * med / (roof * 1e9):.1f}" if roof else ""
+            mem = f"{max(r['titan_memory_gib'] for r in rs):.2f}" if impl == "titan" else ""
+            row = [config, layout, "titan" if impl == "titan" else "PyTorch", str(len(rs)),
+                   f"{med:.1f}", f"{min(tps):.1f}", f"{max(tps):.1f}", ratio,
+                   f"{roof:.1f}" if roof else "",
+                   f"{100 * min(roofs) / roof:.0f}" if roof else "", mfu, mem,
+                   f"{max(r['max_rss_gib'] for r in rs):.2f}"]
+            if args.compare:
+                old = old_runs.get((config, layout, impl))
+                if old:
+                    old_med = statistics.median(r["tps_per_rank"] for r in old)
+                    row += [f"{old_med:.1f}", f"{100 * (med / old_med - 1):+.1f}%"]
+                else:
+                    row += ["", ""]
+            print("| " + " | ".join(row) + " |")
+
+
+if __name__ == "__main__":
+    main()
