@@ -247,14 +247,12 @@ TEST(PytorchParity, TwoDataParallelRanksGiveSameLosses) {
   const std::string config = resolved_config(dir, "dp", args);
   // Two reference ranks with torchrun's variables; fails if either fails.
   const std::string rank = fmt::format(
-      "WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port {} timeout 300 {} {} "
+      "WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT={} {} timeout 300 {} {} "
       "--config {} --checkpoint {} --tokens {} --metrics {}",
-      kThreads, kPython, reference_script(), config, seed, tokens, (dir / "ref.jsonl").string());
+      testing::free_port(), kThreads, kPython, reference_script(), config, seed, tokens,
+      (dir / "ref.jsonl").string());
   r = run_command(fmt::format(
-      "port=$({} -c 'import socket; s = socket.socket(); s.bind((\"\", 0)); "
-      "print(s.getsockname()[1])'); RANK=1 {} & other=$!; RANK=0 {}; mine=$?; wait $other; "
-      "exit $((mine | $?))",
-      kPython, rank, rank));
+      "RANK=1 {} & other=$!; RANK=0 {}; mine=$?; wait $other; exit $((mine | $?))", rank, rank));
   ASSERT_EQ(r.exit_code, 0) << r.output;
   const auto [worst_loss, worst_norm] = expect_same_steps(
       read_jsonl(dir / "t" / "metrics.jsonl"), read_jsonl(dir / "ref.jsonl"), 3);
