@@ -2,7 +2,7 @@
 # titan against plain PyTorch eager (bench/reference), side by side on this machine: the same
 # model, weights, data, shapes, steps, threads, dtype (float32) and BLAS kernels, run
 # alternately, several repetitions. Prints one table (bench/throughput_table.py) and keeps
-# every measurement in bench/results/throughput-<date>.jsonl (see bench/README.md).
+# every measurement in bench/results/throughput-<date>-<time>.jsonl (see bench/README.md).
 #
 #   bench/run_throughput.sh [--reps N] [--steps N] [--configs debug,100m] [--layouts 1x2,2x1]
 #                           [--out FILE]

@@ -198,7 +198,7 @@ JobConfig resolve(const CommandLine& cli) {
                                           : family;
       auto named = find_named_config(lookup, cli.config_name);
       if (!named) {
-        throw ConfigError(fmt::format("config: no named config '{}' for model family '{}'; "
+        throw ConfigError(fmt::format("--config (CONFIG): no named config '{}' for model family '{}'; "
                                       "available: {}",
                                       cli.config_name, lookup, names_of_family(lookup)));
       }

@@ -14,7 +14,7 @@ constexpr int64_t kFp32 = 4;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
-// An FSDP unit (TorchTitan wraps the embedding, each block, and the final norm and output):
+// An FSDP unit (as fsdp.h: one per transformer block, and the root unit holding the rest):
 // its parameters after tensor parallelism, and this rank's FSDP shard of them.
 struct Unit {
   std::string name;
@@ -39,19 +39,12 @@ std::vector<Unit> fsdp_units(models::CausalLM& model, int64_t tp, int64_t fsdp) 
   std::vector<Unit> units;
   std::unordered_set<const void*> seen;
   torch::nn::ModuleList blocks = model.blocks();
-  for (const auto& child : model.named_children()) {
-    if (child.value().get() == blocks.ptr().get()) {
-      for (size_t i = 0; i < blocks->size(); ++i) {
-        units.push_back({fmt::format("{}.{}", child.key(), i)});
-        add_params(units.back(), blocks[i]->parameters(), tp, fsdp, seen);
-      }
-    } else {
-      units.push_back({child.key()});
-      add_params(units.back(), child.value()->parameters(), tp, fsdp, seen);
-    }
+  for (size_t i = 0; i < blocks->size(); ++i) {
+    units.push_back({fmt::format("layers.{}", i)});
+    add_params(units.back(), blocks[i]->parameters(), tp, fsdp, seen);
   }
   units.push_back({"root"});
-  add_params(units.back(), model.parameters(/*recurse=*/false), tp, fsdp, seen);
+  add_params(units.back(), model.parameters(), tp, fsdp, seen);
   return units;
 }
 
@@ -127,14 +120,16 @@ LayoutPlan plan_layout(models::CausalLM& model, const config::JobConfig& job,
   const int64_t reduce_bytes = dtype_bytes(job.training.mixed_precision_reduce);
 
   int64_t gathered_all = 0;
-  for (const auto& unit : fsdp_units(model, tp, fsdp)) {
+  const auto units = fsdp_units(model, tp, fsdp);
+  for (const auto& unit : units) {
     plan.params_per_rank += unit.rank_params;
     gathered_all += unit.tp_params;
-    if (unit.tp_params > plan.largest_unit_params) {
-      plan.largest_unit = unit.name;
-      plan.largest_unit_params = unit.tp_params;
+    if (&unit != &units.back() && unit.tp_params > plan.largest_block_params) {
+      plan.largest_block = unit.name;
+      plan.largest_block_params = unit.tp_params;
     }
   }
+  plan.root_unit_params = units.back().tp_params;
 
   MemoryEstimate& m = plan.memory;
   m.params = static_cast<double>(plan.params_per_rank) * kFp32;
@@ -142,9 +137,10 @@ LayoutPlan plan_layout(models::CausalLM& model, const config::JobConfig& job,
   m.optimizer = 2.0 * plan.params_per_rank * kFp32;
   if (dims.fsdp_enabled()) {
     const bool keep_gathered = job.parallelism.fsdp_reshard_after_forward == "never";
-    m.gathered = static_cast<double>(keep_gathered ? gathered_all : plan.largest_unit_params) *
-                     compute_bytes +
-                 static_cast<double>(plan.largest_unit_params) * reduce_bytes;
+    const int64_t kept =
+        keep_gathered ? gathered_all : plan.root_unit_params + plan.largest_block_params;
+    m.gathered = static_cast<double>(kept) * compute_bytes +
+                 static_cast<double>(plan.largest_block_params) * reduce_bytes;
   }
 
   plan.tokens_per_rank = job.training.local_batch_size * job.training.seq_len / dims.cp;

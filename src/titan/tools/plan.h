@@ -22,9 +22,10 @@ struct MemoryEstimate {
   double grads = 0;
   /// AdamW exp_avg and exp_avg_sq: 2 fp32 tensors per parameter shard.
   double optimizer = 0;
-  /// FSDP working set: the largest unit's gathered parameters (mixed_precision_param) and its
-  /// unsharded gradients (mixed_precision_reduce) before the reduce-scatter; with
-  /// fsdp_reshard_after_forward = "never", every unit's gathered parameters stay. 0 without FSDP.
+  /// FSDP working set: the root unit's gathered parameters (kept through forward and backward)
+  /// and the largest block's, in mixed_precision_param, plus that block's unsharded gradients
+  /// (mixed_precision_reduce) before the reduce-scatter; with fsdp_reshard_after_forward =
+  /// "never", every block's gathered parameters stay. 0 without FSDP.
   double gathered = 0;
   /// Activations saved for backward by all blocks under the activation-checkpointing mode, plus
   /// one block's full set while it is recomputed (see activation_elements_per_token_layer).
@@ -44,10 +45,11 @@ struct LayoutPlan {
   /// embedding and output, divided by tp; norm weights replicated) and FSDP (every parameter
   /// divided by dp_shard x cp).
   int64_t params_per_rank = 0;
-  /// The largest FSDP unit (the embedding, one block "layers.N", the final norm, the output)
-  /// and its parameters after tensor parallelism: what one all-gather materialises.
-  std::string largest_unit;
-  int64_t largest_unit_params = 0;
+  /// Parameters after tensor parallelism of FSDP's root unit (embedding, final norm, output;
+  /// never resharded, fsdp.h) and of its largest block unit "layers.N".
+  int64_t root_unit_params = 0;
+  std::string largest_block;
+  int64_t largest_block_params = 0;
   /// Tokens in one micro-batch on one rank: local_batch_size x seq_len / cp.
   int64_t tokens_per_rank = 0;
   /// Dtype of gathered parameters and activations: mixed_precision_param under FSDP, float32

@@ -28,10 +28,12 @@ void print_plan(const tools::LayoutPlan& plan, const distributed::ParallelDims& 
   out << fmt::format("    gradients    {:8.2f} GiB  fp32 shards\n", gib(m.grads));
   out << fmt::format("    AdamW state  {:8.2f} GiB  2 x fp32 shards\n", gib(m.optimizer));
   if (dims.fsdp_enabled()) {
-    out << fmt::format("    FSDP gather  {:8.2f} GiB  largest unit '{}' ({} parameters): {} "
-                       "parameters + {} gradients (reshard_after_forward {})\n",
-                       gib(m.gathered), plan.largest_unit, with_commas(plan.largest_unit_params),
-                       plan.compute_dtype, job.training.mixed_precision_reduce,
+    out << fmt::format("    FSDP gather  {:8.2f} GiB  root unit ({} parameters) and largest "
+                       "block '{}' ({}) in {}, the block's gradients in {} "
+                       "(reshard_after_forward {})\n",
+                       gib(m.gathered), with_commas(plan.root_unit_params), plan.largest_block,
+                       with_commas(plan.largest_block_params), plan.compute_dtype,
+                       job.training.mixed_precision_reduce,
                        job.parallelism.fsdp_reshard_after_forward);
   } else {
     out << "    FSDP gather      0.00 GiB  no FSDP: parameters stay whole\n";

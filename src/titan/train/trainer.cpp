@@ -85,7 +85,7 @@ void Trainer::setup_parallelism(const distributed::WorldInfo& world) {
   tp.sequence_parallel = !job_.parallelism.disable_sequence_parallel;
   tp.loss_parallel = !job_.parallelism.disable_loss_parallel;
   tp_ = std::make_unique<distributed::TensorParallel>(mesh_group({MeshDim::TP}, "tp"), tp);
-  log::info("Parallel layout: {}; FSDP shards over {} ranks, {} replica(s)", dims_.describe(),
+  log::info("Parallel layout: {}; FSDP shards over {} rank(s), {} replica(s)", dims_.describe(),
             shard_group_->size(), replicate_group_->size());
   if (dims_.tp > 1) {
     log::info("Tensor parallel over {} ranks: sequence parallel {}, loss parallel {}", dims_.tp,

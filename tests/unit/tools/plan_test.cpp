@@ -51,8 +51,9 @@ TEST(Plan, Llama8BOnOneRankHoldsEverythingInFp32) {
   EXPECT_DOUBLE_EQ(plan.memory.optimizer, 8.0 * kLlama8B);  // exp_avg + exp_avg_sq
   EXPECT_EQ(plan.memory.gathered, 0.0);
   EXPECT_EQ(plan.compute_dtype, "float32");
-  EXPECT_EQ(plan.largest_unit, "tok_embeddings");
-  EXPECT_EQ(plan.largest_unit_params, kVocab * kDim);
+  EXPECT_EQ(plan.root_unit_params, 2 * kVocab * kDim + kDim);  // embedding, norm, output
+  EXPECT_EQ(plan.largest_block, "layers.0");
+  EXPECT_EQ(plan.largest_block_params, kBlock);
 }
 
 TEST(Plan, ActivationsWithoutCheckpointingFollowTheDocumentedFormula) {
@@ -79,7 +80,16 @@ TEST(Plan, DoublingFsdpHalvesThePerRankState) {
   EXPECT_DOUBLE_EQ(p8.memory.activations, p16.memory.activations);
   // Under FSDP, compute runs in mixed_precision_param: bf16 gathered params, fp32 grads.
   EXPECT_EQ(p8.compute_dtype, "bfloat16");
-  EXPECT_DOUBLE_EQ(p8.memory.gathered, kVocab * kDim * (2.0 + 4.0));
+  // The root unit and one block gathered in bf16, the block's unsharded gradients in fp32.
+  EXPECT_DOUBLE_EQ(p8.memory.gathered, (2 * kVocab * kDim + kDim + kBlock) * 2.0 + kBlock * 4.0);
+}
+
+TEST(Plan, ReshardNeverKeepsEveryUnitGathered) {
+  auto model = meta_model("llama3", "8B");
+  auto job = job_for("llama3", "8B");
+  job.parallelism.fsdp_reshard_after_forward = "never";
+  auto plan = plan_layout(*model, job, mesh(8, 1));
+  EXPECT_DOUBLE_EQ(plan.memory.gathered, kLlama8B * 2.0 + kBlock * 4.0);
 }
 
 TEST(Plan, TensorParallelSplitsMatricesAndReplicatesNorms) {
@@ -87,7 +97,8 @@ TEST(Plan, TensorParallelSplitsMatricesAndReplicatesNorms) {
   auto job = job_for("llama3", "8B");
   auto plan = plan_layout(*model, job, mesh(16, 4));
   EXPECT_EQ(plan.params_per_rank, ((kLlama8B - kNormParams) / 4 + kNormParams) / 16);
-  EXPECT_EQ(plan.largest_unit_params, kVocab * kDim / 4);
+  EXPECT_EQ(plan.root_unit_params, 2 * kVocab * kDim / 4 + kDim);  // the final norm replicated
+  EXPECT_EQ(plan.largest_block_params, (kBlock - 2 * kDim) / 4 + 2 * kDim);
   auto no_tp = plan_layout(*model, job, mesh(16, 1));
   EXPECT_DOUBLE_EQ(plan.memory.activations, no_tp.memory.activations / 4);
   EXPECT_DOUBLE_EQ(plan.memory.logits, no_tp.memory.logits / 4);
