@@ -59,28 +59,41 @@ std::vector<Unit> fsdp_units(models::CausalLM& model, int64_t tp, int64_t fsdp) 
 //   ffn_norm input and output (the w1/w3 input)          2d
 //   SwiGLU: w1 and w3 outputs, silu(w1), the w2 input    4F   (GeLU MLP: 4h + 4h, 2 x 8sbh)
 // No dropout, so no masks (Korthikanti's 2sbh).
-int64_t full_block_elements(const models::ModelShape& s) {
+// Elements saved per token, by where tensor parallelism leaves them: in the sequence regions
+// (norms and the residual stream, [B, S, d]: split by tp only with sequence parallelism) and
+// between the column- and row-parallel projections (heads, FFN columns: always split by tp).
+struct Saved {
+  int64_t sequence = 0;
+  int64_t tensor = 0;
+
+  int64_t total() const { return sequence + tensor; }
+  Saved operator*(int64_t n) const { return {sequence * n, tensor * n}; }
+  Saved operator+(const Saved& o) const { return {sequence + o.sequence, tensor + o.tensor}; }
+};
+
+Saved full_block_elements(const models::ModelShape& s) {
   const int64_t d = s.dim, q = s.n_heads * s.head_dim, kv = s.n_kv_heads * s.head_dim;
-  return 4 * d + 2 * q + 2 * kv + (s.qk_norm ? q + kv : 0) + s.n_heads + 4 * s.ffn_hidden_dim;
+  return {4 * d, 2 * q + 2 * kv + (s.qk_norm ? q + kv : 0) + s.n_heads + 4 * s.ffn_hidden_dim};
 }
 
 // Op-level selective checkpointing keeps the block input and the outputs of the matmuls
 // (wq, wk, wv, wo, w1, w3, w2) and of attention; norms, RoPE and the SwiGLU product are
 // recomputed. (TorchTitan's policy keeps every other matmul output: this is an upper bound.)
-int64_t op_sac_elements(const models::ModelShape& s) {
+Saved op_sac_elements(const models::ModelShape& s) {
   const int64_t d = s.dim, q = s.n_heads * s.head_dim, kv = s.n_kv_heads * s.head_dim;
-  return d + (q + 2 * kv) + d + 2 * s.ffn_hidden_dim + d + q + s.n_heads;
+  return {3 * d, (q + 2 * kv) + 2 * s.ffn_hidden_dim + q + s.n_heads};
 }
 
 // Elements saved per token over all blocks, and the mode's description.
-std::pair<int64_t, std::string> saved_elements(const config::ActivationCheckpointSection& ac,
-                                               const models::ModelShape& s) {
-  const int64_t layers = s.n_layers, full = full_block_elements(s), input = s.dim;
-  if (ac.mode == "none") return {layers * full, "none"};
+std::pair<Saved, std::string> saved_elements(const config::ActivationCheckpointSection& ac,
+                                             const models::ModelShape& s) {
+  const int64_t layers = s.n_layers;
+  const Saved full = full_block_elements(s), input{s.dim, 0};
+  if (ac.mode == "none") return {full * layers, "none"};
   // Checkpointed blocks keep their input; one block at a time is recomputed during backward.
-  if (ac.mode == "full") return {layers * input + full, "full"};
+  if (ac.mode == "full") return {input * layers + full, "full"};
   if (ac.selective_ac_option == "op") {
-    return {layers * op_sac_elements(s) + full, "selective op"};
+    return {op_sac_elements(s) * layers + full, "selective op"};
   }
   const std::string& option = ac.selective_ac_option;
   auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
@@ -94,7 +107,7 @@ std::pair<int64_t, std::string> saved_elements(const config::ActivationCheckpoin
   }
   // TorchTitan checkpoints the blocks whose 1-based index is a multiple of `every`.
   const int64_t checkpointed = layers / every;
-  return {checkpointed * input + (layers - checkpointed) * full + (checkpointed > 0 ? full : 0),
+  return {input * checkpointed + full * (layers - checkpointed) + full * (checkpointed > 0 ? 1 : 0),
           fmt::format("selective, every {} block(s)", every)};
 }
 
@@ -144,12 +157,15 @@ LayoutPlan plan_layout(models::CausalLM& model, const config::JobConfig& job,
   }
 
   plan.tokens_per_rank = job.training.local_batch_size * job.training.seq_len / dims.cp;
-  plan.activation_elements_per_token_layer = full_block_elements(shape);
-  plan.op_sac_elements_per_token_layer = op_sac_elements(shape);
+  plan.activation_elements_per_token_layer = full_block_elements(shape).total();
+  plan.op_sac_elements_per_token_layer = op_sac_elements(shape).total();
   auto [saved, mode] = saved_elements(job.activation_checkpoint, shape);
   plan.activation_checkpointing = mode;
-  // Sequence parallelism splits the norm regions by tp, tensor parallelism the rest.
-  m.activations = static_cast<double>(saved) * plan.tokens_per_rank * compute_bytes / tp;
+  plan.sequence_parallel = tp > 1 && !job.parallelism.disable_sequence_parallel;
+  const double per_token = static_cast<double>(saved.sequence) /
+                               static_cast<double>(plan.sequence_parallel ? tp : 1) +
+                           static_cast<double>(saved.tensor) / static_cast<double>(tp);
+  m.activations = per_token * static_cast<double>(plan.tokens_per_rank * compute_bytes);
   m.logits = static_cast<double>(plan.tokens_per_rank) * ceil_div(shape.vocab_size, tp) *
              (compute_bytes + kFp32);
 

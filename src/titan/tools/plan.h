@@ -62,6 +62,9 @@ struct LayoutPlan {
   int64_t op_sac_elements_per_token_layer = 0;
   /// "none", "full", "selective op", "selective, every 2 block(s)".
   std::string activation_checkpointing;
+  /// tp > 1 without parallelism.disable_sequence_parallel: the norm and residual-stream
+  /// activations are split by tp too.
+  bool sequence_parallel = false;
   MemoryEstimate memory;  // bytes per rank
   /// What the estimate leaves out for this layout (pipeline or expert parallelism).
   std::vector<std::string> caveats;
@@ -74,8 +77,9 @@ struct LayoutPlan {
 /// Activations follow Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
 /// Transformer Models" (per layer 34*s*b*h + 5*a*s^2*b bytes for a 16-bit GPT block), redone
 /// for this block (RMSNorm, grouped-query attention, SwiGLU, no dropout) and for attention that
-/// keeps no s x s scores (chunked / flash-style, recomputed in backward); with tensor and
-/// sequence parallelism every saved tensor is divided by tp.
+/// keeps no s x s scores (chunked / flash-style, recomputed in backward). Tensor parallelism
+/// divides the tensors between the column- and row-parallel projections by tp; those of the
+/// norms and the residual stream are divided by tp only with sequence parallelism.
 LayoutPlan plan_layout(models::CausalLM& model, const config::JobConfig& job,
                        const distributed::ParallelDims& dims);
 

@@ -40,11 +40,13 @@ void print_plan(const tools::LayoutPlan& plan, const distributed::ParallelDims& 
   }
   out << fmt::format("    activations  {:8.2f} GiB  checkpointing {}; {} tokens per rank in {}; "
                      "a block keeps {} elements per token without checkpointing ({} with op "
-                     "SAC), / tp {} (sequence parallel)\n",
+                     "SAC), / tp {} ({})\n",
                      gib(m.activations), plan.activation_checkpointing,
                      with_commas(plan.tokens_per_rank), plan.compute_dtype,
                      with_commas(plan.activation_elements_per_token_layer),
-                     with_commas(plan.op_sac_elements_per_token_layer), dims.tp);
+                     with_commas(plan.op_sac_elements_per_token_layer), dims.tp,
+                     plan.sequence_parallel ? "norms and residuals too: sequence parallel"
+                                            : "not the norms and residuals");
   out << fmt::format("    logits       {:8.2f} GiB  {} tokens x vocab / tp in {} + fp32 for "
                      "the loss\n",
                      gib(m.logits), with_commas(plan.tokens_per_rank), plan.compute_dtype);

@@ -84,6 +84,19 @@ TEST(Plan, DoublingFsdpHalvesThePerRankState) {
   EXPECT_DOUBLE_EQ(p8.memory.gathered, (2 * kVocab * kDim + kDim + kBlock) * 2.0 + kBlock * 4.0);
 }
 
+TEST(Plan, WithoutSequenceParallelTheNormsAndResidualsStayWhole) {
+  auto model = meta_model("llama3", "8B");
+  auto job = job_for("llama3", "8B");
+  job.parallelism.disable_sequence_parallel = true;
+  auto plan = plan_layout(*model, job, mesh(16, 4));
+  EXPECT_FALSE(plan.sequence_parallel);
+  // 2 norms x (input + output) stay whole on every rank; the rest is divided by tp 4.
+  const double per_token = 4 * kDim + (kDim + 2 * kKv + kDim + 32 + 4 * kFfn) / 4.0;
+  EXPECT_DOUBLE_EQ(plan.memory.activations, kLayers * per_token * 8192 * 2.0);  // bf16
+  job.parallelism.disable_sequence_parallel = false;
+  EXPECT_TRUE(plan_layout(*model, job, mesh(16, 4)).sequence_parallel);
+}
+
 TEST(Plan, ReshardNeverKeepsEveryUnitGathered) {
   auto model = meta_model("llama3", "8B");
   auto job = job_for("llama3", "8B");
