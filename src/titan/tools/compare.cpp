@@ -66,16 +66,22 @@ nlohmann::json read_manifest(const fs::path& path) {
   }
 }
 
-// The manifest value at data.<key>, which must have the JSON type `check` accepts.
+// The manifest value at <section>.<key>, which must have the JSON type `check` accepts.
+const nlohmann::json& manifest_field(const RunRecord& run, const std::string& section,
+                                     const std::string& key,
+                                     bool (nlohmann::json::*check)() const noexcept) {
+  const auto& m = run.manifest;
+  if (!m.is_object() || !m.contains(section) || !m[section].contains(key) ||
+      !(m[section][key].*check)()) {
+    throw DataError(fmt::format("{}: missing or mistyped field {}.{}",
+                                (run.folder / "run_manifest.json").string(), section, key));
+  }
+  return m[section][key];
+}
+
 const nlohmann::json& data_field(const RunRecord& run, const std::string& key,
                                  bool (nlohmann::json::*check)() const noexcept) {
-  const auto& m = run.manifest;
-  if (!m.is_object() || !m.contains("data") || !m["data"].contains(key) ||
-      !(m["data"][key].*check)()) {
-    throw DataError(fmt::format("{}: missing or mistyped field data.{}",
-                                (run.folder / "run_manifest.json").string(), key));
-  }
-  return m["data"][key];
+  return manifest_field(run, "data", key, check);
 }
 
 std::vector<std::string> sorted_hashes(const RunRecord& run) {
@@ -106,6 +112,14 @@ RunRecord read_run(const fs::path& folder) {
 
 std::vector<Incompatibility> incompatibilities(const RunRecord& a, const RunRecord& b) {
   std::vector<Incompatibility> found;
+  for (const char* key : {"name", "flavor"}) {
+    const auto& value_a = manifest_field(a, "model", key, &nlohmann::json::is_string);
+    const auto& value_b = manifest_field(b, "model", key, &nlohmann::json::is_string);
+    if (value_a != value_b) {
+      found.push_back({fmt::format("model.{}", key), value_a.get<std::string>(),
+                       value_b.get<std::string>()});
+    }
+  }
   const auto& tokens_a = data_field(a, "tokens_per_step", &nlohmann::json::is_number_integer);
   const auto& tokens_b = data_field(b, "tokens_per_step", &nlohmann::json::is_number_integer);
   if (tokens_a != tokens_b) {

@@ -35,13 +35,13 @@ RunRecord read_run(const std::filesystem::path& folder);
 
 /// A reason two runs' losses cannot be compared: the manifest field and both runs' values.
 struct Incompatibility {
-  std::string field;  // "data.tokens_per_step", "data.tokenizer", "data.files[].sha256"
+  std::string field;  // "model.name", "data.tokens_per_step", "data.files[].sha256", ...
   std::string value_a;
   std::string value_b;
 };
 
-/// Checks what must match for the losses to be comparable: data.tokens_per_step,
-/// data.tokenizer, and the dataset files' SHA-256 hashes (as a set: the same files under other
+/// Checks what must match for the losses to be comparable: model.name and model.flavor,
+/// data.tokens_per_step, data.tokenizer, and the dataset files' SHA-256 hashes (as a set: the same files under other
 /// paths match). Empty when comparable. Throws DataError naming the manifest and the field when
 /// one of these fields is missing or mistyped.
 std::vector<Incompatibility> incompatibilities(const RunRecord& a, const RunRecord& b);

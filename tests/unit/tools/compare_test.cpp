@@ -21,6 +21,7 @@ struct FakeRun {
   int64_t tokens_per_step = 2048;
   std::string tokenizer = "byte";
   std::string sha256 = "ab12";
+  std::string flavor = "debugmodel";
 };
 
 fs::path write_run(const fs::path& root, const std::string& name, const FakeRun& run) {
@@ -32,6 +33,7 @@ fs::path write_run(const fs::path& root, const std::string& name, const FakeRun&
             << "\n";
   }
   nlohmann::json manifest = {
+      {"model", {{"name", "llama3"}, {"flavor", run.flavor}}},
       {"data",
        {{"tokenizer", run.tokenizer},
         {"files", {{{"path", "/data/" + name + ".txt"}, {"bytes", 10}, {"sha256", run.sha256}}}},
@@ -111,10 +113,11 @@ TEST_F(CompareTest, DifferentTokensPerStepIsRefusedUnlessForced) {
   EXPECT_EQ(compare(a, c, "--force").exit_code, 1);
 }
 
-TEST_F(CompareTest, DifferentDataOrTokenizerIsRefused) {
-  FakeRun data{kLosses}, tok{kLosses};
+TEST_F(CompareTest, DifferentModelDataOrTokenizerIsRefused) {
+  FakeRun data{kLosses}, tok{kLosses}, model{kLosses};
   data.sha256 = "cd34";
   tok.tokenizer = "hf:/x/tokenizer.json";
+  model.flavor = "8B";
   auto a = write_run(root_, "runA", {kLosses});
   auto r = compare(a, write_run(root_, "data", data));
   EXPECT_EQ(r.exit_code, 2);
@@ -123,6 +126,10 @@ TEST_F(CompareTest, DifferentDataOrTokenizerIsRefused) {
   r = compare(a, write_run(root_, "tok", tok));
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.output.find("hf:/x/tokenizer.json"), std::string::npos) << r.output;
+  r = compare(a, write_run(root_, "model", model));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.output.find("model.flavor"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("8B"), std::string::npos) << r.output;
 }
 
 TEST_F(CompareTest, MalformedLineIsNamedWithFileAndLine) {
