@@ -41,9 +41,9 @@ struct Incompatibility {
 };
 
 /// Checks what must match for the losses to be comparable: model.name and model.flavor,
-/// data.tokens_per_step, data.tokenizer, and the dataset files' SHA-256 hashes (as a set: the same files under other
-/// paths match). Empty when comparable. Throws DataError naming the manifest and the field when
-/// one of these fields is missing or mistyped.
+/// data.tokens_per_step, data.tokenizer, and the dataset files' SHA-256 hashes (as a set: the
+/// same files under other paths match). Empty when comparable. Throws DataError naming the
+/// manifest and the field when one of these fields is missing or mistyped.
 std::vector<Incompatibility> incompatibilities(const RunRecord& a, const RunRecord& b);
 
 /// |b - a| / |a|, with run A the baseline: 0 when a == b (zeros included), +infinity when a is

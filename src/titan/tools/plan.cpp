@@ -48,17 +48,6 @@ std::vector<Unit> fsdp_units(models::CausalLM& model, int64_t tp, int64_t fsdp) 
   return units;
 }
 
-// Elements one block saves per token for its backward when nothing is recomputed. With
-// d = dim, q = heads x head_dim, kv = kv_heads x head_dim, F = FFN hidden width, a = heads,
-// matching Korthikanti et al.'s GPT terms (which count bytes at 16 bits, hence 2x):
-//   attention_norm input and output (the QKV input)      2d   ("LayerNorm" 2sbh + QKV input 2sbh)
-//   q, k after RoPE, v                                   q + 2kv  (Q, K 4sbh + V 2sbh)
-//   q_norm / k_norm inputs (Qwen3)                        q + kv
-//   attention output (the wo input)                      q    (out-projection input 2sbh)
-//   attention log-sum-exp (no s x s scores are kept)     a    (replaces 5as^2b)
-//   ffn_norm input and output (the w1/w3 input)          2d
-//   SwiGLU: w1 and w3 outputs, silu(w1), the w2 input    4F   (GeLU MLP: 4h + 4h, 2 x 8sbh)
-// No dropout, so no masks (Korthikanti's 2sbh).
 // Elements saved per token, by where tensor parallelism leaves them: in the sequence regions
 // (norms and the residual stream, [B, S, d]: split by tp only with sequence parallelism) and
 // between the column- and row-parallel projections (heads, FFN columns: always split by tp).
@@ -71,6 +60,17 @@ struct Saved {
   Saved operator+(const Saved& o) const { return {sequence + o.sequence, tensor + o.tensor}; }
 };
 
+// Elements one block saves per token for its backward when nothing is recomputed. With
+// d = dim, q = heads x head_dim, kv = kv_heads x head_dim, F = FFN hidden width, a = heads,
+// matching Korthikanti et al.'s GPT terms (which count bytes at 16 bits, hence 2x):
+//   attention_norm input and output (the QKV input)      2d   ("LayerNorm" 2sbh + QKV input 2sbh)
+//   q, k after RoPE, v                                   q + 2kv  (Q, K 4sbh + V 2sbh)
+//   q_norm / k_norm inputs (Qwen3)                        q + kv
+//   attention output (the wo input)                      q    (out-projection input 2sbh)
+//   attention log-sum-exp (no s x s scores are kept)     a    (replaces 5as^2b)
+//   ffn_norm input and output (the w1/w3 input)          2d
+//   SwiGLU: w1 and w3 outputs, silu(w1), the w2 input    4F   (GeLU MLP: 4h + 4h, 2 x 8sbh)
+// No dropout, so no masks (Korthikanti's 2sbh).
 Saved full_block_elements(const models::ModelShape& s) {
   const int64_t d = s.dim, q = s.n_heads * s.head_dim, kv = s.n_kv_heads * s.head_dim;
   return {4 * d, 2 * q + 2 * kv + (s.qk_norm ? q + kv : 0) + s.n_heads + 4 * s.ffn_hidden_dim};
@@ -107,7 +107,8 @@ std::pair<Saved, std::string> saved_elements(const config::ActivationCheckpointS
   }
   // TorchTitan checkpoints the blocks whose 1-based index is a multiple of `every`.
   const int64_t checkpointed = layers / every;
-  return {input * checkpointed + full * (layers - checkpointed) + full * (checkpointed > 0 ? 1 : 0),
+  const int64_t recomputed = checkpointed > 0 ? 1 : 0;
+  return {input * checkpointed + full * (layers - checkpointed + recomputed),
           fmt::format("selective, every {} block(s)", every)};
 }
 
