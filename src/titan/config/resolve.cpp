@@ -198,8 +198,8 @@ JobConfig resolve(const CommandLine& cli) {
                                           : family;
       auto named = find_named_config(lookup, cli.config_name);
       if (!named) {
-        throw ConfigError(fmt::format("--config (CONFIG): no named config '{}' for model family '{}'; "
-                                      "available: {}",
+        throw ConfigError(fmt::format("--config (CONFIG): no named config '{}' for model "
+                                      "family '{}'; available: {}",
                                       cli.config_name, lookup, names_of_family(lookup)));
       }
       apply_toml(config, named->toml, "named config " + named->name);

@@ -79,14 +79,14 @@ const nlohmann::json& manifest_field(const RunRecord& run, const std::string& se
   return m[section][key];
 }
 
-const nlohmann::json& data_field(const RunRecord& run, const std::string& key,
-                                 bool (nlohmann::json::*check)() const noexcept) {
-  return manifest_field(run, "data", key, check);
+// A scalar field's value for messages: strings without their JSON quotes.
+std::string field_text(const nlohmann::json& value) {
+  return value.is_string() ? value.get<std::string>() : value.dump();
 }
 
 std::vector<std::string> sorted_hashes(const RunRecord& run) {
   std::vector<std::string> hashes;
-  for (const auto& file : data_field(run, "files", &nlohmann::json::is_array)) {
+  for (const auto& file : manifest_field(run, "data", "files", &nlohmann::json::is_array)) {
     if (!file.is_object() || !file.contains("sha256") || !file["sha256"].is_string()) {
       throw DataError(fmt::format("{}: an entry of data.files has no \"sha256\" string",
                                   (run.folder / "run_manifest.json").string()));
@@ -111,24 +111,23 @@ RunRecord read_run(const fs::path& folder) {
 }
 
 std::vector<Incompatibility> incompatibilities(const RunRecord& a, const RunRecord& b) {
+  struct Field {
+    const char* section;
+    const char* key;
+    bool (nlohmann::json::*check)() const noexcept;
+  };
+  const Field fields[] = {{"model", "name", &nlohmann::json::is_string},
+                          {"model", "flavor", &nlohmann::json::is_string},
+                          {"data", "tokens_per_step", &nlohmann::json::is_number_integer},
+                          {"data", "tokenizer", &nlohmann::json::is_string}};
   std::vector<Incompatibility> found;
-  for (const char* key : {"name", "flavor"}) {
-    const auto& value_a = manifest_field(a, "model", key, &nlohmann::json::is_string);
-    const auto& value_b = manifest_field(b, "model", key, &nlohmann::json::is_string);
+  for (const Field& f : fields) {
+    const auto& value_a = manifest_field(a, f.section, f.key, f.check);
+    const auto& value_b = manifest_field(b, f.section, f.key, f.check);
     if (value_a != value_b) {
-      found.push_back({fmt::format("model.{}", key), value_a.get<std::string>(),
-                       value_b.get<std::string>()});
+      found.push_back({fmt::format("{}.{}", f.section, f.key), field_text(value_a),
+                       field_text(value_b)});
     }
-  }
-  const auto& tokens_a = data_field(a, "tokens_per_step", &nlohmann::json::is_number_integer);
-  const auto& tokens_b = data_field(b, "tokens_per_step", &nlohmann::json::is_number_integer);
-  if (tokens_a != tokens_b) {
-    found.push_back({"data.tokens_per_step", tokens_a.dump(), tokens_b.dump()});
-  }
-  const auto& tok_a = data_field(a, "tokenizer", &nlohmann::json::is_string);
-  const auto& tok_b = data_field(b, "tokenizer", &nlohmann::json::is_string);
-  if (tok_a != tok_b) {
-    found.push_back({"data.tokenizer", tok_a.get<std::string>(), tok_b.get<std::string>()});
   }
   auto hashes_a = sorted_hashes(a);
   auto hashes_b = sorted_hashes(b);
