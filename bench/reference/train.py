@@ -11,7 +11,7 @@ way a PyTorch user writes it:
     indexed as src/titan/components/data/dataloader.h and batch_layout.h describe;
   - the step: cross-entropy mean over the global batch, gradient clipping by the global norm
     (off when training.max_norm is 0), torch.optim.AdamW, and the
-    warmup-stable-decay learning rate of src/titan/components/lr_scheduler.cpp.
+    TorchTitan's warmup-stable-decay learning rate through LambdaLR, as TorchTitan steps it.
 Data parallel when started with torchrun's variables (RANK, WORLD_SIZE, MASTER_ADDR,
 MASTER_PORT): DistributedDataParallel over Gloo (FSDP needs collectives Gloo lacks in 1.13).
 
@@ -101,25 +101,29 @@ class TokenBatches:
         return x[:, :-1], x[:, 1:]
 
 
-def lr_at(step: int, cfg: dict) -> float:
-    """Warmup-stable-decay learning rate at 1-based `step` (lr_scheduler.cpp)."""
-    sched, lr, steps = cfg["lr_scheduler"], cfg["optimizer"]["lr"], cfg["training"]["steps"]
+def lr_lambda(cfg: dict):
+    """TorchTitan's warmup-stable-decay multiplier of the 0-based scheduler step, for LambdaLR:
+    warmup reaches 1 at step warmup_steps, and the decay ends at a virtual step after the run
+    (TorchTitan 0.2.2, torchtitan/components/optimizer/lr_scheduler.py)."""
+    sched, steps = cfg["lr_scheduler"], cfg["training"]["steps"]
     warmup = min(sched["warmup_steps"], steps)
+    decay = steps - warmup
     if "decay_ratio" in sched:
-        decay = min(math.floor(steps * sched["decay_ratio"] + 0.5), steps - warmup)
-    else:
-        decay = steps - warmup
-    stable = steps - warmup - decay
-    s = step - 1
-    if s < warmup:
-        return lr * (s + 1) / (warmup + 1)
-    if s < warmup + stable:
-        return lr
-    progress = min((s + 1 - warmup - stable) / max(decay, 1), 1.0)
-    f = {"linear": 1.0 - progress, "sqrt": 1.0 - math.sqrt(progress),
-         "cosine": 0.5 * (1.0 + math.cos(math.pi * progress))}[sched["decay_type"]]
+        decay = min(round(steps * sched["decay_ratio"]), steps - warmup)
+    stable = steps + 1 - warmup - decay
     m = sched["min_lr_factor"]
-    return lr * (m + (1.0 - m) * f)
+
+    def factor(s: int) -> float:
+        if s < warmup:
+            return (s + 1) / warmup
+        if s < warmup + stable:
+            return 1.0
+        progress = (s + 1 - warmup - stable) / decay
+        f = {"linear": 1.0 - progress, "sqrt": 1.0 - math.sqrt(progress),
+             "cosine": 0.5 * (1.0 + math.cos(math.pi * progress))}[sched["decay_type"]]
+        return m + (1.0 - m) * f
+
+    return factor
 
 
 def clip_grad_norm(params, max_norm: float) -> float:
@@ -181,6 +185,7 @@ def main() -> None:
     params = list(model.parameters())
     optimizer = torch.optim.AdamW(params, lr=o["lr"], betas=(o["beta1"], o["beta2"]),
                                   eps=o["eps"], weight_decay=o["weight_decay"])
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lr_lambda(cfg))
     data = TokenBatches(args.tokens, t["seq_len"], t["local_batch_size"], rank, world)
     max_norm = t["max_norm"]
     local_tokens = t["local_batch_size"] * t["seq_len"]
@@ -202,10 +207,9 @@ def main() -> None:
         if step == 1 and args.save_grads and rank == 0:
             write_safetensors(args.save_grads, {n: q.grad for n, q in model.named_parameters()})
         grad_norm = clip_grad_norm(params, max_norm)
-        lr = lr_at(step, cfg)
-        for group in optimizer.param_groups:
-            group["lr"] = lr
+        lr = optimizer.param_groups[0]["lr"]
         optimizer.step()
+        scheduler.step()
         loss = loss.detach()
         if world > 1:
             dist.all_reduce(loss)

@@ -102,6 +102,53 @@ TEST(CheckpointResume, TensorParallelCheckpointsResumeUnderAnyLayout) {
                 1e-5);
 }
 
+// The data position is the number of samples consumed (issue 12: it was step x global batch, so
+// a run saved at global batch 12 and resumed at 6 trained on samples it had seen): resumed on 3
+// ranks at global batch 6 and on 4 ranks at 24, each later step takes the next unseen samples.
+TEST(CheckpointResume, AnotherGlobalBatchContinuesWithTheNextUnseenSample) {
+  struct Later {
+    std::string env, args;
+    int64_t global_batch;
+  };
+  for (const auto& later : {Later{"NGPU=3", "--training.local_batch_size 2 "
+                                            "--training.global_batch_size 6", 6},
+                            Later{"NGPU=4", "--training.local_batch_size 6 "
+                                            "--training.global_batch_size 24", 24}}) {
+    auto dump = testing::make_temp_dir("titan_batch");
+    run_in(dump, "NGPU=2", "--training.local_batch_size 6 --training.global_batch_size 12 "
+                           "--checkpoint.enable --training.steps 2");
+    auto resumed = run_in(dump, later.env, later.args + " --checkpoint.enable --training.steps 4");
+    ASSERT_EQ(resumed.records.size(), 4u) << resumed.command.output;  // metrics.jsonl appends
+    for (int64_t step = 1; step <= 4; ++step) {
+      const auto& record = resumed.records[step - 1];
+      ASSERT_EQ(record["step"].get<int64_t>(), step);
+      const int64_t want = step <= 2 ? 12 * step : 24 + later.global_batch * (step - 2);
+      EXPECT_EQ(record["consumed_samples"].get<int64_t>(), want) << later.env << " step " << step;
+      EXPECT_EQ(record["tokens_seen"].get<int64_t>(), want * 64) << later.env << " step " << step;
+    }
+    EXPECT_NE(resumed.command.output.find("24 samples consumed, the data continues at sample 24"),
+              std::string::npos)
+        << resumed.command.output;
+  }
+}
+
+// The launcher's summary shows the rank that failed on its own (here the one whose shard file
+// is missing), not a rank that only saw a peer fail (issue 12: it showed rank 0's "another rank
+// failed to load").
+TEST(CheckpointResume, TheRankMissingItsFileIsTheOneShown) {
+  auto dump = testing::make_temp_dir("titan_missing");
+  const std::string args = "--training.local_batch_size 4 --checkpoint.enable ";
+  run_in(dump, "NGPU=2", args + "--training.steps 2");
+  ASSERT_TRUE(std::filesystem::remove(dump / "checkpoint" / "step-2" / "rank_1.bin"));
+  auto r = testing::run_command("NGPU=2 " + testing::titan_binary() + " launch " + kCommon + args +
+                                "--training.steps 4 --training.dataset_path " +
+                                testing::shakespeare() + " --job.dump_folder " + dump.string());
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("titan launch: rank 1 (local rank 1) exited"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("rank_1.bin"), std::string::npos) << r.output;
+}
+
 TEST(CheckpointGenerate, ScoresTheSameAsItsHuggingFaceExport) {
   auto dump = testing::make_temp_dir("titan_generate");
   run_in(dump, "NGPU=2", "--training.local_batch_size 4 --training.steps 5 --checkpoint.enable");

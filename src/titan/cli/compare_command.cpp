@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "titan/cli/commands.h"
+#include "titan/cli/flags.h"
 #include "titan/errors.h"
 #include "titan/tools/compare.h"
 #include "titan/tools/loss_plot.h"
@@ -23,50 +24,9 @@ constexpr const char* kCompareUsage =
     "  --rtol R   relative tolerance |loss_B - loss_A| / |loss_A| (default 1e-4)\n"
     "Exit code: 0 within tolerance, 1 diverged, 2 bad input.\n";
 
-struct CompareArgs {
-  std::vector<std::string> dirs;
-  double rtol = 1e-4;
-  bool force = false;
-  std::optional<std::string> plot;
-};
-
-// Returns an error message, or "" when the arguments are valid.
-std::string parse(const Args& args, CompareArgs& out) {
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string key = args[i];
-    std::optional<std::string> inline_value;
-    if (auto eq = key.find('='); key.rfind("--", 0) == 0 && eq != std::string::npos) {
-      inline_value = key.substr(eq + 1);
-      key = key.substr(0, eq);
-    }
-    auto value = [&]() -> std::optional<std::string> {
-      if (inline_value) return inline_value;
-      if (i + 1 < args.size()) return args[++i];
-      return std::nullopt;
-    };
-    if (key == "--force" && !inline_value) {
-      out.force = true;
-    } else if (key == "--rtol") {
-      auto v = value();
-      if (!v) return "--rtol needs a value";
-      char* end = nullptr;
-      out.rtol = std::strtod(v->c_str(), &end);
-      if (v->empty() || *end != '\0' || !(out.rtol >= 0) || std::isinf(out.rtol)) {
-        return fmt::format("--rtol must be a finite number >= 0, got '{}'", *v);
-      }
-    } else if (key == "--plot") {
-      out.plot = value();
-      if (!out.plot) return "--plot needs a file name";
-    } else if (key.rfind("--", 0) == 0) {
-      return fmt::format("unknown argument '{}'", key);
-    } else {
-      out.dirs.push_back(key);
-    }
-  }
-  if (out.dirs.size() != 2) {
-    return fmt::format("give exactly two run folders, got {}", out.dirs.size());
-  }
-  return "";
+const FlagSpec& compare_flags() {
+  static const FlagSpec spec{"compare", {"rtol", "plot"}, {"force"}, 2, kCompareUsage};
+  return spec;
 }
 
 std::string folder_name(const fs::path& dir) {
@@ -112,34 +72,35 @@ void write_plot(const tools::RunRecord& a, const tools::RunRecord& b, const fs::
 }  // namespace
 
 int compare_command(const Args& args) {
-  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
+  auto flags = Flags::parse(compare_flags(), args);
+  if (flags.help()) {
     std::cout << kCompareUsage;
     return 0;
   }
-  CompareArgs options;
-  if (std::string error = parse(args, options); !error.empty()) {
-    std::cerr << "titan compare: " << error << "\n" << kCompareUsage;
-    return 2;
-  }
+  const auto& dirs = flags.positionals();
+  if (dirs.size() != 2) flags.fail(fmt::format("give two run folders, got {}", dirs.size()));
+  const double rtol = flags.get_double("rtol", 1e-4);
+  if (rtol < 0) flags.fail(fmt::format("--rtol must be >= 0, got {}", rtol));
+  const bool force = flags.has("force");
   try {
-    auto a = tools::read_run(options.dirs[0]);
-    auto b = tools::read_run(options.dirs[1]);
+    auto a = tools::read_run(dirs[0]);
+    auto b = tools::read_run(dirs[1]);
     auto mismatches = tools::incompatibilities(a, b);
     for (const auto& m : mismatches) {
       std::cerr << fmt::format("titan compare: {}: {} differs: A ({}) has {}, B ({}) has {}\n",
-                               options.force ? "warning" : "error", m.field, a.folder.string(),
+                               force ? "warning" : "error", m.field, a.folder.string(),
                                m.value_a, b.folder.string(), m.value_b);
     }
-    if (!mismatches.empty() && !options.force) {
+    if (!mismatches.empty() && !force) {
       std::cerr << "titan compare: the losses of these runs are not comparable; pass --force to "
                    "compare them anyway\n";
       return 2;
     }
-    auto comparison = tools::compare_losses(a, b, options.rtol);
+    auto comparison = tools::compare_losses(a, b, rtol);
     std::cout << fmt::format("A (baseline): {}\nB:            {}\n", a.folder.string(),
                              b.folder.string());
     print_comparison(comparison, std::cout);
-    fs::path plot = options.plot ? fs::path(*options.plot) : b.folder / "loss_compare.svg";
+    fs::path plot = flags.get("plot").value_or((b.folder / "loss_compare.svg").string());
     write_plot(a, b, plot);
     std::cout << "plot: " << plot.string() << "\n";
     return comparison.within_tolerance() ? 0 : 1;

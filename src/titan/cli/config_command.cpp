@@ -6,7 +6,14 @@
 namespace titan::cli {
 
 int config_command(const Args& args) {
-  auto config = config::resolve(config::parse_command_line(args));
+  auto cli = config::parse_command_line(args);
+  if (cli.help) {
+    std::cout << "Usage: titan config [--module M] [--config C] [--section.key value]...\n"
+                 "Prints the resolved config as TOML.\n"
+              << config::help_text();
+    return 0;
+  }
+  auto config = config::resolve(cli);
   std::cout << config::to_toml(config);
   return 0;
 }

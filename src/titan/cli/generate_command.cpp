@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "titan/cli/commands.h"
+#include "titan/cli/flags.h"
 #include "titan/components/checkpoint/checkpoint_metadata.h"
 #include "titan/components/checkpoint/hf_folder.h"
 #include "titan/components/checkpoint/shard_reader.h"
@@ -42,26 +43,6 @@ struct GenerateArgs {
   models::GenerateOptions options;
 };
 
-int64_t parse_int(const std::string& key, const std::string& text) {
-  try {
-    size_t used = 0;
-    int64_t v = std::stoll(text, &used);
-    if (used == text.size()) return v;
-  } catch (const std::exception&) {
-  }
-  throw ConfigError(fmt::format("--{}: expected an integer, got '{}'", key, text));
-}
-
-double parse_double(const std::string& key, const std::string& text) {
-  try {
-    size_t used = 0;
-    double v = std::stod(text, &used);
-    if (used == text.size()) return v;
-  } catch (const std::exception&) {
-  }
-  throw ConfigError(fmt::format("--{}: expected a number, got '{}'", key, text));
-}
-
 std::vector<int64_t> parse_ids(const std::string& text) {
   std::vector<int64_t> ids;
   size_t start = 0;
@@ -69,64 +50,43 @@ std::vector<int64_t> parse_ids(const std::string& text) {
     const size_t comma = text.find(',', start);
     const std::string item =
         text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    ids.push_back(parse_int("prompt_ids", item));
+    char* end = nullptr;
+    ids.push_back(std::strtoll(item.c_str(), &end, 10));
+    if (item.empty() || *end != '\0') {
+      throw ConfigError(fmt::format("generate: --prompt_ids: expected an integer, got '{}' (in "
+                                    "'{}')",
+                                    item, text));
+    }
     if (comma == std::string::npos) break;
     start = comma + 1;
   }
   return ids;
 }
 
-GenerateArgs parse_generate_args(const Args& args) {
-  static const std::vector<std::string> valued = {"hf_assets_path", "checkpoint", "prompt_ids", "prompt", "tokenizer",
-                                                  "max_new_tokens", "temperature", "top_k", "seed"};
+const FlagSpec& generate_flags() {
+  static const FlagSpec spec{"generate",
+                             {"hf_assets_path", "checkpoint", "prompt_ids", "prompt", "tokenizer",
+                              "max_new_tokens", "temperature", "top_k", "seed"},
+                             {"score"},
+                             0,
+                             kGenerateUsage};
+  return spec;
+}
+
+GenerateArgs parse_generate_args(const Flags& flags) {
   GenerateArgs out;
-  bool have_ids = false;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const std::string& arg = args[i];
-    if (arg.rfind("--", 0) != 0) {
-      throw ConfigError(fmt::format("generate: unexpected argument '{}'\n{}", arg, kGenerateUsage));
-    }
-    std::string key = arg.substr(2);
-    std::optional<std::string> value;
-    if (auto eq = key.find('='); eq != std::string::npos) {
-      value = key.substr(eq + 1);
-      key = key.substr(0, eq);
-    }
-    if (key == "score" && !value) {
-      out.score = true;
-      continue;
-    }
-    if (std::find(valued.begin(), valued.end(), key) == valued.end()) {
-      throw ConfigError(fmt::format("generate: unknown option --{} (valid: --{}, --score)", key,
-                                    fmt::join(valued, ", --")));
-    }
-    if (!value) {
-      if (i + 1 >= args.size()) {
-        throw ConfigError(fmt::format("generate: --{} needs a value", key));
-      }
-      value = args[++i];
-    }
-    if (key == "hf_assets_path") {
-      out.hf_assets_path = *value;
-    } else if (key == "checkpoint") {
-      out.checkpoint = *value;
-    } else if (key == "prompt_ids") {
-      out.prompt_ids = parse_ids(*value);
-      have_ids = true;
-    } else if (key == "prompt") {
-      out.prompt_text = *value;
-    } else if (key == "tokenizer") {
-      out.tokenizer_path = *value;
-    } else if (key == "max_new_tokens") {
-      out.options.max_new_tokens = parse_int(key, *value);
-    } else if (key == "temperature") {
-      out.options.temperature = parse_double(key, *value);
-    } else if (key == "top_k") {
-      out.options.top_k = parse_int(key, *value);
-    } else if (key == "seed") {
-      out.options.seed = static_cast<uint64_t>(parse_int(key, *value));
-    }
-  }
+  out.hf_assets_path = flags.get("hf_assets_path").value_or("");
+  out.checkpoint = flags.get("checkpoint").value_or("");
+  const bool have_ids = flags.has("prompt_ids");
+  if (have_ids) out.prompt_ids = parse_ids(*flags.get("prompt_ids"));
+  out.prompt_text = flags.get("prompt");
+  out.tokenizer_path = flags.get("tokenizer").value_or("");
+  out.score = flags.has("score");
+  auto& o = out.options;
+  o.max_new_tokens = flags.get_int("max_new_tokens", o.max_new_tokens);
+  o.temperature = flags.get_double("temperature", o.temperature);
+  o.top_k = flags.get_int("top_k", o.top_k);
+  o.seed = static_cast<uint64_t>(flags.get_int("seed", static_cast<int64_t>(o.seed)));
   if (out.hf_assets_path.empty() == out.checkpoint.empty()) {
     throw ConfigError(fmt::format("generate: give exactly one of --hf_assets_path and "
                                   "--checkpoint\n{}",
@@ -206,11 +166,12 @@ std::shared_ptr<models::CausalLM> load_hf_model(const std::string& dir) {
 }  // namespace
 
 int generate_command(const Args& args) {
-  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
+  auto flags = Flags::parse(generate_flags(), args);
+  if (flags.help()) {
     std::cout << kGenerateUsage;
     return 0;
   }
-  GenerateArgs ga = parse_generate_args(args);
+  GenerateArgs ga = parse_generate_args(flags);
   auto tokenizer = find_tokenizer(ga);
   if (ga.prompt_text) {
     if (!tokenizer) {
@@ -235,7 +196,7 @@ int generate_command(const Args& args) {
       return id >= 0 && id < tokenizer->vocab_size();
     });
     // A debug model's vocabulary (2048) is larger than the byte tokenizer's (258 ids).
-    std::cout << (decodable ? "text: " + tokenizer->decode(ids32)
+    std::cout << (decodable ? "text: " + tokenizer->decode_text(ids32)
                             : fmt::format("text: (not shown: some ids are beyond the "
                                           "tokenizer's {} ids)",
                                           tokenizer->vocab_size()))

@@ -8,6 +8,24 @@
 #include "titan/train/trainer.h"
 
 namespace titan::cli {
+namespace {
+
+constexpr const char* kLaunchUsage =
+    "Usage: [ENV...] ./run_train.sh [--section.key value]...\n"
+    "       [ENV...] titan launch [--worker train|comm-check] [--module M] [--config C] "
+    "[--section.key value]...\n"
+    "Starts one worker per local rank (torchrun's variables: RANK, LOCAL_RANK, WORLD_SIZE,\n"
+    "LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT); fail-fast. Environment:\n"
+    "  NGPU           ranks on this node (default 2)\n"
+    "  NNODES         nodes (default 1)\n"
+    "  NODE_RANK      this node (else OMPI_COMM_WORLD_RANK or SLURM_NODEID; default 0)\n"
+    "  RDZV_ENDPOINT  host:port of the rendezvous store (required when NNODES > 1)\n"
+    "  MODULE         model family, e.g. llama3 or a dotted name (run_train.sh; default llama3)\n"
+    "  CONFIG         named config or .toml file (run_train.sh; default llama3_debugmodel)\n"
+    "  LOG_RANK       ranks echoed to the console: 0, 0,3 or all (default 0)\n"
+    "  COMM_MODE      fake_backend: validate the config for the world size in one process\n";
+
+}  // namespace
 
 int launch_command(const Args& all_args) {
   // --worker NAME picks the worker subcommand (default: train).
@@ -20,8 +38,13 @@ int launch_command(const Args& all_args) {
       args.push_back(all_args[i]);
     }
   }
+  auto cli = config::parse_command_line(args);
+  if (cli.help) {
+    std::cout << kLaunchUsage << "\n" << config::help_text();
+    return 0;
+  }
   // Everything a worker would reject is rejected here, before any worker starts.
-  auto job = config::resolve(config::parse_command_line(args));
+  auto job = config::resolve(cli);
   auto options = distributed::LaunchOptions::from_env();
   config::validate_for_world(job, options.world_size());
   const char* mode = std::getenv("COMM_MODE");

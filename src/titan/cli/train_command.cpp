@@ -30,11 +30,12 @@ bool rank_logs_to_console(int rank) {
 }  // namespace
 
 int train_command(const Args& args) {
-  if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
+  auto cli = config::parse_command_line(args);
+  if (cli.help) {
     std::cout << config::help_text();
     return 0;
   }
-  auto job = config::resolve(config::parse_command_line(args));
+  auto job = config::resolve(cli);
   auto world = distributed::WorldInfo::from_env();
   config::validate_for_world(job, world.world_size);
   log::init(fmt::format("{}/logs/rank_{}.log", job.job.dump_folder, world.rank),

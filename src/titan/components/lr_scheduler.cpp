@@ -16,21 +16,29 @@ LrScheduler::LrScheduler(const config::LrSchedulerSection& c, double lr, int64_t
     warmup_ = training_steps;
   }
   if (c.decay_ratio) {
-    decay_ = std::llround(static_cast<double>(training_steps) * *c.decay_ratio);
-    if (warmup_ + decay_ > training_steps) decay_ = training_steps - warmup_;
+    // Python's round(): halves to even.
+    decay_ = static_cast<int64_t>(std::nearbyint(static_cast<double>(training_steps) *
+                                                 *c.decay_ratio));
+    if (warmup_ + decay_ > training_steps) {
+      log::warn("lr_scheduler: warmup ({}) + decay ({}) steps exceed training.steps ({}); "
+                "decaying over {} steps",
+                warmup_, decay_, training_steps, training_steps - warmup_);
+      decay_ = training_steps - warmup_;
+    }
   } else {
     decay_ = training_steps - warmup_;
   }
-  stable_ = training_steps - warmup_ - decay_;
+  // TorchTitan's virtual last step: the decay ends one step after the run, so the last step
+  // still trains with a positive learning rate.
+  stable_ = training_steps + 1 - warmup_ - decay_;
 }
 
 double LrScheduler::factor_at(int64_t step) const {
-  int64_t s = step - 1;  // TorchTitan's 0-based scheduler step
-  if (s < warmup_) return static_cast<double>(s + 1) / static_cast<double>(warmup_ + 1);
+  const int64_t s = step - 1;  // TorchTitan's 0-based scheduler step
+  if (s < warmup_) return static_cast<double>(s + 1) / static_cast<double>(warmup_);
   if (s < warmup_ + stable_) return 1.0;
-  double progress = static_cast<double>(s + 1 - warmup_ - stable_) /
-                    static_cast<double>(std::max<int64_t>(decay_, 1));
-  progress = std::min(progress, 1.0);
+  const double progress =
+      static_cast<double>(s + 1 - warmup_ - stable_) / static_cast<double>(decay_);
   double f = 1.0 - progress;
   if (decay_type_ == "sqrt") f = 1.0 - std::sqrt(progress);
   if (decay_type_ == "cosine") f = 0.5 * (1.0 + std::cos(M_PI * progress));

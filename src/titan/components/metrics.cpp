@@ -47,6 +47,7 @@ void MetricsLogger::record(const StepMetrics& m) {
                       {"mfu", m.mfu},
                       {"memory_gib", m.memory_gib},
                       {"tokens_seen", m.tokens_seen},
+                      {"consumed_samples", m.consumed_samples},
                       {"step_time_s", m.step_time_s},
                       {"data_time_s", m.data_time_s}};
   *jsonl_ << j.dump() << "\n";

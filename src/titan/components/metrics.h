@@ -20,6 +20,7 @@ struct StepMetrics {
   double memory_gib = 0;    // peak live tensor memory of this rank since the last record (GiB)
   double memory_pct = 0;    // of the device's (or machine's) memory
   int64_t tokens_seen = 0;  // global tokens trained on so far
+  int64_t consumed_samples = 0;  // global samples trained on so far (the data position)
   double step_time_s = 0;   // mean seconds per step since the last record
   double data_time_s = 0;   // mean seconds per step spent loading data
 };
@@ -29,7 +30,7 @@ struct StepMetrics {
 std::string format_step_line(const StepMetrics& m);
 
 /// Writes step lines to the log and, when `jsonl_path` is non-empty, one JSON object per
-/// record to it (keys step, loss, grad_norm, lr, tps, tflops, mfu, memory_gib, tokens_seen,
+/// record to it (keys step, loss, grad_norm, lr, tps, tflops, mfu, memory_gib, tokens_seen, consumed_samples,
 /// step_time_s, data_time_s). A resumed run appends.
 class MetricsLogger {
  public:

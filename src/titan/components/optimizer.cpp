@@ -24,15 +24,21 @@ AdamOptions AdamOptions::from_config(const config::OptimizerSection& c) {
 }
 
 Adam::Adam(std::vector<torch::Tensor> params, AdamOptions options)
-    : params_(std::move(params)), options_(options) {
-  for (const auto& p : params_) {
-    exp_avg_.push_back(torch::zeros_like(p, torch::MemoryFormat::Contiguous));
-    exp_avg_sq_.push_back(torch::zeros_like(p, torch::MemoryFormat::Contiguous));
+    : params_(std::move(params)), options_(options) {}
+
+std::pair<std::vector<torch::Tensor>&, std::vector<torch::Tensor>&> Adam::state() {
+  if (exp_avg_.empty()) {
+    for (const auto& p : params_) {
+      exp_avg_.push_back(torch::zeros_like(p, torch::MemoryFormat::Contiguous));
+      exp_avg_sq_.push_back(torch::zeros_like(p, torch::MemoryFormat::Contiguous));
+    }
   }
+  return {exp_avg_, exp_avg_sq_};
 }
 
 void Adam::step(double lr) {
   torch::NoGradGuard no_grad;
+  state();
   ++step_;
   const auto& o = options_;
   double bias1 = 1.0 - std::pow(o.beta1, static_cast<double>(step_));

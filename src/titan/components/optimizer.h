@@ -26,7 +26,10 @@ struct AdamOptions {
 
 class Adam {
  public:
-  /// `params`: float32 tensors (requires_grad) whose .grad() is read by step().
+  /// `params`: float32 tensors (requires_grad) whose .grad() is read by step(). The moments
+  /// are allocated on first use (a step, or a checkpoint asking for them), as PyTorch's
+  /// optimizers create their state lazily: a run that only writes a seed checkpoint never
+  /// holds them.
   Adam(std::vector<torch::Tensor> params, AdamOptions options);
 
   /// One update at learning rate `lr` using each parameter's .grad() (parameters without a
@@ -39,10 +42,13 @@ class Adam {
   /// Restores the step count (bias correction) from a checkpoint.
   void set_steps_taken(int64_t steps) { step_ = steps; }
   /// First and second moments, one per parameter (for checkpoints).
-  std::vector<torch::Tensor>& exp_avg() { return exp_avg_; }
-  std::vector<torch::Tensor>& exp_avg_sq() { return exp_avg_sq_; }
+  std::vector<torch::Tensor>& exp_avg() { return state().first; }
+  std::vector<torch::Tensor>& exp_avg_sq() { return state().second; }
 
  private:
+  /// The moments, zero-filled on first use.
+  std::pair<std::vector<torch::Tensor>&, std::vector<torch::Tensor>&> state();
+
   std::vector<torch::Tensor> params_;
   std::vector<torch::Tensor> exp_avg_;
   std::vector<torch::Tensor> exp_avg_sq_;

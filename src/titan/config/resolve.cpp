@@ -103,6 +103,10 @@ CommandLine parse_command_line(const std::vector<std::string>& args) {
   CommandLine cli;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];
+    if (arg == "--help" || arg == "-h") {
+      cli.help = true;
+      continue;
+    }
     if (arg.rfind("--", 0) != 0) {
       throw ConfigError(fmt::format("unexpected argument '{}'; overrides look like "
                                     "--section.key value",
@@ -257,8 +261,7 @@ void validate(const JobConfig& c) {
   }
 }
 
-void validate_for_world(const JobConfig& c, int world_size) {
-  const auto& p = c.parallelism;
+int64_t resolve_shard_degree(const ParallelismSection& p, int world_size) {
   int64_t others = p.data_parallel_replicate_degree * p.tensor_parallel_degree *
                    p.context_parallel_degree * p.pipeline_parallel_degree;
   int64_t shard = p.data_parallel_shard_degree;
@@ -283,7 +286,12 @@ void validate_for_world(const JobConfig& c, int world_size) {
         others * shard, world_size, p.data_parallel_replicate_degree, shard,
         p.tensor_parallel_degree, p.context_parallel_degree, p.pipeline_parallel_degree));
   }
-  int64_t dp = p.data_parallel_replicate_degree * shard;
+  return shard;
+}
+
+void validate_for_world(const JobConfig& c, int world_size) {
+  const int64_t dp = c.parallelism.data_parallel_replicate_degree *
+                     resolve_shard_degree(c.parallelism, world_size);
   int64_t per_step = c.training.local_batch_size * dp;
   int64_t global = c.training.global_batch_size;
   if (global != -1 && (global <= 0 || global % per_step != 0)) {

@@ -14,10 +14,11 @@ struct CommandLine {
   std::string module;       // family or dotted module name; empty = from the named config
   std::string config_name;  // registered config name or a path to a .toml file
   std::vector<std::pair<std::string, std::string>> overrides;  // ("training.steps", "10")
+  bool help = false;  // --help or -h anywhere: print the usage instead of running
 };
 
-/// Splits `args` (no program name). Accepts `--a.b v`, `--a.b=v`, bare `--a.b` (boolean true)
-/// and `--a.no_b` (boolean false). Throws ConfigError for an unknown key (with the closest
+/// Splits `args` (no program name). Accepts `--a.b v`, `--a.b=v`, bare `--a.b` (boolean true),
+/// `--a.no_b` (boolean false) and `--help` / `-h`. Throws ConfigError for an unknown key (with the closest
 /// valid one) or a stray positional argument.
 CommandLine parse_command_line(const std::vector<std::string>& args);
 
@@ -32,6 +33,11 @@ JobConfig resolve(const CommandLine& cli);
 /// Checks cross-key constraints that need no world size (choices, ranges and combinations).
 /// Throws ConfigError naming the keys and allowed values.
 void validate(const JobConfig& config);
+
+/// data_parallel_shard_degree with -1 resolved to the ranks the other degrees leave (the one
+/// place this is computed). Throws ConfigError naming the degrees when they do not multiply to
+/// `world_size`.
+int64_t resolve_shard_degree(const ParallelismSection& parallelism, int world_size);
 
 /// Checks the parallel layout against `world_size` ranks: the product of the degrees (with
 /// data_parallel_shard_degree = -1 resolved) and global_batch_size divisibility.

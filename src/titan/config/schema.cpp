@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "titan/errors.h"
+#include "titan/train/train_spec.h"
 
 namespace titan::config {
 namespace {
@@ -99,7 +100,7 @@ std::vector<FieldSpec> build_schema() {
             "Print the resolved config at start"),
       // model
       field("model", "name", &C::model, &ModelSection::name,
-            "Model family (a registered train spec)", {{"llama3", "qwen3"}}),
+            "Model family (a registered train spec)", {train::train_spec_names()}),
       field("model", "flavor", &C::model, &ModelSection::flavor,
             "Model size within the family (e.g. debugmodel, 8B)"),
       field("model", "tokenizer_path", &C::model, &ModelSection::tokenizer_path,

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "titan/errors.h"
+#include "titan/platform/autograd_state.h"
 
 namespace titan::distributed {
 namespace {
@@ -10,9 +11,9 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-ProcessGroup& group_of(AutogradContext* ctx) {
-  return *reinterpret_cast<ProcessGroup*>(ctx->saved_data["group"].toInt());
-}
+using GroupState = c10::intrusive_ptr<platform::AutogradState<ProcessGroup*>>;
+
+ProcessGroup& group_of(AutogradContext* ctx) { return *platform::saved_state<ProcessGroup*>(ctx); }
 
 bool reducible(const torch::Tensor& t) {
   return t.scalar_type() == torch::kFloat || t.scalar_type() == torch::kDouble;
@@ -45,8 +46,8 @@ torch::Tensor scatter_sum(const torch::Tensor& x, int64_t dim, ProcessGroup& gro
 int64_t wrap_dim(int64_t dim, const torch::Tensor& x) { return dim < 0 ? dim + x.dim() : dim; }
 
 struct CopyToRegion : public torch::autograd::Function<CopyToRegion> {
-  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, int64_t group) {
-    ctx->saved_data["group"] = group;
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const GroupState& group) {
+    platform::save_state(ctx, group);
     return x.view_as(x);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -56,8 +57,8 @@ struct CopyToRegion : public torch::autograd::Function<CopyToRegion> {
 };
 
 struct ReduceFromRegion : public torch::autograd::Function<ReduceFromRegion> {
-  static torch::Tensor forward(AutogradContext*, const torch::Tensor& x, int64_t group) {
-    return all_reduce_sum(x, *reinterpret_cast<ProcessGroup*>(group),
+  static torch::Tensor forward(AutogradContext*, const torch::Tensor& x, const GroupState& group) {
+    return all_reduce_sum(x, *group->value,
                           "TP all-reduce of partial outputs");
   }
   static variable_list backward(AutogradContext*, variable_list grads) {
@@ -67,10 +68,10 @@ struct ReduceFromRegion : public torch::autograd::Function<ReduceFromRegion> {
 
 struct AllGatherAlong : public torch::autograd::Function<AllGatherAlong> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, int64_t dim,
-                               int64_t group) {
-    ctx->saved_data["group"] = group;
+                               const GroupState& group) {
+    platform::save_state(ctx, group);
     ctx->saved_data["dim"] = dim;
-    return gather(x, dim, *reinterpret_cast<ProcessGroup*>(group), "SP all-gather");
+    return gather(x, dim, *group->value, "SP all-gather");
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     int64_t dim = ctx->saved_data["dim"].toInt();
@@ -81,10 +82,10 @@ struct AllGatherAlong : public torch::autograd::Function<AllGatherAlong> {
 
 struct ReduceScatterAlong : public torch::autograd::Function<ReduceScatterAlong> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, int64_t dim,
-                               int64_t group) {
-    ctx->saved_data["group"] = group;
+                               const GroupState& group) {
+    platform::save_state(ctx, group);
     ctx->saved_data["dim"] = dim;
-    return scatter_sum(x, dim, *reinterpret_cast<ProcessGroup*>(group), "SP reduce-scatter");
+    return scatter_sum(x, dim, *group->value, "SP reduce-scatter");
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     int64_t dim = ctx->saved_data["dim"].toInt();
@@ -94,10 +95,10 @@ struct ReduceScatterAlong : public torch::autograd::Function<ReduceScatterAlong>
 };
 
 struct GatherLastDim : public torch::autograd::Function<GatherLastDim> {
-  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, int64_t group) {
-    ctx->saved_data["group"] = group;
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const GroupState& group) {
+    platform::save_state(ctx, group);
     ctx->saved_data["n"] = x.size(-1);
-    return gather(x, x.dim() - 1, *reinterpret_cast<ProcessGroup*>(group),
+    return gather(x, x.dim() - 1, *group->value,
                   "TP all-gather of the last dimension");
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
@@ -106,7 +107,7 @@ struct GatherLastDim : public torch::autograd::Function<GatherLastDim> {
   }
 };
 
-int64_t handle(ProcessGroup& group) { return reinterpret_cast<int64_t>(&group); }
+GroupState handle(ProcessGroup& group) { return platform::autograd_state(&group); }
 
 }  // namespace
 

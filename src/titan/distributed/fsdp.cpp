@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <map>
+
+#include "titan/platform/autograd_state.h"
 
 namespace titan::distributed {
 namespace {
@@ -24,13 +27,14 @@ std::vector<int64_t> with_rows(std::vector<int64_t> shape, int64_t rows) {
 
 // all-gather forward, reduce-scatter backward, over one unit's parameters.
 struct AllGatherFn : public torch::autograd::Function<AllGatherFn> {
-  static variable_list forward(AutogradContext* ctx, at::TensorList shards, int64_t unit) {
-    ctx->saved_data["unit"] = unit;
-    return reinterpret_cast<FsdpUnit*>(unit)->all_gather_full(shards.vec());
+  static variable_list forward(
+      AutogradContext* ctx, at::TensorList shards,
+      const c10::intrusive_ptr<platform::AutogradState<FsdpUnit*>>& unit) {
+    platform::save_state(ctx, unit);
+    return unit->value->all_gather_full(shards.vec());
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    auto* unit = reinterpret_cast<FsdpUnit*>(ctx->saved_data["unit"].toInt());
-    auto out = unit->reduce_scatter_grads(grads);
+    auto out = platform::saved_state<FsdpUnit*>(ctx)->reduce_scatter_grads(grads);
     out.emplace_back();  // no gradient for the unit pointer
     return out;
   }
@@ -118,7 +122,7 @@ std::vector<torch::Tensor> FsdpUnit::reduce_scatter_grads(
 void FsdpUnit::gather() {
   std::vector<torch::Tensor> shards;
   for (const auto& p : params_) shards.push_back(p.shard);
-  full_ = AllGatherFn::apply(at::TensorList(shards), reinterpret_cast<int64_t>(this));
+  full_ = AllGatherFn::apply(at::TensorList(shards), platform::autograd_state(this));
   for (size_t i = 0; i < params_.size(); ++i) {
     params_[i].module->weight = full_[i].narrow(0, 0, params_[i].full_shape[0]);
   }
@@ -176,20 +180,15 @@ std::shared_ptr<Fsdp> Fsdp::apply(models::CausalLM& model,
                                       unit_options, name);
   };
   auto fsdp = std::make_shared<Fsdp>();
-  auto blocks = model.blocks();
   std::vector<torch::nn::Module*> block_modules;
-  for (size_t i = 0; i < blocks->size(); ++i) {
-    block_modules.push_back(blocks[i].get());
-    fsdp->units_.push_back(make_unit(models::weight_modules(*blocks[i]),
-                                     fmt::format("layers.{}", i), options));
+  std::map<int64_t, std::shared_ptr<FsdpUnit>> block_units;  // by global layer id
+  for (const auto& block : model.blocks()) {
+    block_modules.push_back(block.module);
+    auto unit = make_unit(models::weight_modules(*block.module),
+                          fmt::format("layers.{}", block.layer_id), options);
+    block_units[block.layer_id] = unit;
+    fsdp->units_.push_back(unit);
   }
-  FsdpOptions root_options = options;
-  root_options.reshard_after_forward = false;
-  auto root = make_unit(models::weight_modules(model, block_modules), "root", root_options);
-  fsdp->units_.push_back(root);
-
-  std::vector<std::shared_ptr<FsdpUnit>> block_units(fsdp->units_.begin(),
-                                                     fsdp->units_.end() - 1);
   model.add_block_wrapper([block_units](int64_t layer, const torch::Tensor& x,
                                         const models::CausalLM::TensorFn& inner) {
     auto unit = block_units.at(layer);
@@ -205,10 +204,17 @@ std::shared_ptr<Fsdp> Fsdp::apply(models::CausalLM& model,
     }
     return out;
   });
-  model.add_model_wrapper([root](int64_t, const torch::Tensor& tokens,
+  // The root unit: what is outside the blocks (a middle pipeline stage has none).
+  auto root_modules = models::weight_modules(model, block_modules);
+  if (root_modules.empty()) return fsdp;
+  FsdpOptions root_options = options;
+  root_options.reshard_after_forward = false;
+  auto root = make_unit(root_modules, "root", root_options);
+  fsdp->units_.push_back(root);
+  model.add_model_wrapper([root](int64_t, const torch::Tensor& input,
                                  const models::CausalLM::TensorFn& inner) {
     root->gather();
-    auto out = inner(tokens);
+    auto out = inner(input);
     root->release(false);
     return out;
   });

@@ -1,5 +1,7 @@
 #include "titan/distributed/loss_parallel.h"
 
+#include "titan/platform/autograd_state.h"
+
 namespace titan::distributed {
 namespace {
 
@@ -8,8 +10,9 @@ using torch::autograd::variable_list;
 
 struct VocabParallelCrossEntropy : public torch::autograd::Function<VocabParallelCrossEntropy> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& logits,
-                               const torch::Tensor& labels, int64_t group_handle) {
-    auto& group = *reinterpret_cast<ProcessGroup*>(group_handle);
+                               const torch::Tensor& labels,
+      const c10::intrusive_ptr<platform::AutogradState<ProcessGroup*>>& state) {
+    auto& group = *state->value;
     const int64_t vocab = logits.size(-1);
     auto x = logits.reshape({-1, vocab}).to(torch::kFloat);  // x: [N, Vl]
     auto max = std::get<0>(x.max(1));                        // max: [N]
@@ -45,7 +48,7 @@ struct VocabParallelCrossEntropy : public torch::autograd::Function<VocabParalle
 
 torch::Tensor vocab_parallel_cross_entropy_sum(const torch::Tensor& local_logits,
                                                const torch::Tensor& labels, ProcessGroup& group) {
-  return VocabParallelCrossEntropy::apply(local_logits, labels, reinterpret_cast<int64_t>(&group));
+  return VocabParallelCrossEntropy::apply(local_logits, labels, platform::autograd_state(&group));
 }
 
 }  // namespace titan::distributed

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "titan/config/resolve.h"
+#include "titan/platform/logging.h"
 
 namespace titan::distributed {
 namespace {
@@ -20,10 +21,6 @@ int rank_of(const std::array<int, 5>& coords, const std::array<int, 5>& sizes) {
 }  // namespace
 
 ParallelDims ParallelDims::from_config(const config::ParallelismSection& p, int world_size) {
-  config::JobConfig probe;
-  probe.parallelism = p;
-  probe.training.global_batch_size = -1;
-  config::validate_for_world(probe, world_size);
   ParallelDims d;
   d.pp = static_cast<int>(p.pipeline_parallel_degree);
   d.dp_replicate = static_cast<int>(p.data_parallel_replicate_degree);
@@ -31,9 +28,7 @@ ParallelDims ParallelDims::from_config(const config::ParallelismSection& p, int 
   d.tp = static_cast<int>(p.tensor_parallel_degree);
   d.ep = static_cast<int>(p.expert_parallel_degree);
   d.world_size = world_size;
-  d.dp_shard = p.data_parallel_shard_degree == -1
-                   ? world_size / (d.pp * d.dp_replicate * d.cp * d.tp)
-                   : static_cast<int>(p.data_parallel_shard_degree);
+  d.dp_shard = static_cast<int>(config::resolve_shard_degree(p, world_size));
   return d;
 }
 
@@ -74,6 +69,19 @@ std::vector<int> ParallelDims::group_ranks(int rank, const std::vector<MeshDim>&
 std::string ParallelDims::describe() const {
   return fmt::format("pp {} x dp_replicate {} x dp_shard {} x cp {} x tp {} (world {}, ep {})", pp,
                      dp_replicate, dp_shard, cp, tp, world_size, ep);
+}
+
+void ParallelDims::log_layout(const config::ParallelismSection& p, int local_world_size) const {
+  log::info("Parallel layout: {}; FSDP shards over {} rank(s), {} replica(s)", describe(),
+            dp_shard * cp, dp_replicate);
+  const bool multi_node = world_size > local_world_size;
+  if (multi_node && p.data_parallel_shard_degree == -1 && dp_shard > local_world_size) {
+    log::warn("data_parallel_shard_degree = -1 resolved to {}, so FSDP shards across nodes and "
+              "every all-gather crosses the network; set "
+              "parallelism.data_parallel_replicate_degree = {} (HSDP: shard within a node, "
+              "replicate across nodes)",
+              dp_shard, dp_shard / local_world_size);
+  }
 }
 
 }  // namespace titan::distributed

@@ -23,12 +23,23 @@ struct ParallelDims {
   int world_size = 1;
 
   /// Degrees from `parallelism.*` with data_parallel_shard_degree = -1 resolved to the leftover
-  /// ranks. Throws ConfigError when the product differs from `world_size` (config::validate_for_world).
+  /// ranks. Throws ConfigError when the product differs from `world_size`
+  /// (config::resolve_shard_degree).
   static ParallelDims from_config(const config::ParallelismSection& p, int world_size);
 
   int dp() const { return dp_replicate * dp_shard; }
   bool dp_enabled() const { return dp() > 1; }
+  bool dp_replicate_enabled() const { return dp_replicate > 1; }
+  /// Parameters sharded (FSDP over dp_shard x cp).
   bool fsdp_enabled() const { return dp_shard * cp > 1; }
+  bool tp_enabled() const { return tp > 1; }
+  bool cp_enabled() const { return cp > 1; }
+  bool pp_enabled() const { return pp > 1; }
+  /// Ranks that work on the same batch: tps and MFU are per rank of these (TorchTitan).
+  int non_data_parallel_size() const { return cp * tp * pp; }
+  /// What training.seq_len must divide by: tp for sequence-parallel shards, 2 x cp for the
+  /// head-tail halves of context parallelism.
+  int seq_len_divisor() const { return tp * 2 * cp; }
 
   /// Coordinates of global `rank` on each mesh dimension.
   std::array<int, 5> coords(int rank) const;
@@ -40,6 +51,9 @@ struct ParallelDims {
 
   /// "pp 1 x dp_replicate 1 x dp_shard 4 x cp 1 x tp 1 (world 4)".
   std::string describe() const;
+  /// Logs the layout, and warns when data_parallel_shard_degree = -1 made FSDP shard across
+  /// nodes of `local_world_size` ranks (suggesting HSDP).
+  void log_layout(const config::ParallelismSection& p, int local_world_size) const;
 };
 
 }  // namespace titan::distributed

@@ -194,13 +194,15 @@ c10::intrusive_ptr<compat::CommBackend> World::make_backend(c10::intrusive_ptr<c
 
 std::shared_ptr<ProcessGroup> World::new_group(const std::vector<int>& ranks,
                                                const std::string& name) {
-  int id = groups_created_++;
   auto it = std::find(ranks.begin(), ranks.end(), info_.rank);
-  if (it == ranks.end()) return nullptr;
+  TORCH_CHECK(it != ranks.end(), "rank ", info_.rank, " asked for group '", name,
+              "' without being a member");
   c10::intrusive_ptr<compat::CommBackend> backend;
   if (ranks.size() > 1) {
-    std::string prefix = fmt::format("group{}_{}", id, name);
-    for (int r : ranks) prefix += fmt::format("_{}", r);
+    // The members' store keys: the group's name and ranks, and how many such groups they made.
+    std::string key = name;
+    for (int r : ranks) key += fmt::format("_{}", r);
+    std::string prefix = fmt::format("{}_{}", key, groups_created_[key]++);
     auto prefixed = c10::make_intrusive<c10d::PrefixStore>(prefix, store_);
     backend = make_backend(prefixed, static_cast<int>(it - ranks.begin()),
                            static_cast<int>(ranks.size()));

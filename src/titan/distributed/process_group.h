@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -83,8 +84,9 @@ class World {
 
   const WorldInfo& info() const { return info_; }
   std::shared_ptr<ProcessGroup> global() const { return global_; }
-  /// A group of the given global ranks. Collective over the whole world: every rank calls it
-  /// with the same arguments in the same order (non-members get nullptr).
+  /// A group of the given global ranks (this rank must be one of them). Collective over the
+  /// members only: each member calls it with the same arguments, and the members of a group
+  /// create their groups of the same name and ranks in the same order.
   std::shared_ptr<ProcessGroup> new_group(const std::vector<int>& ranks, const std::string& name);
 
  private:
@@ -96,7 +98,7 @@ class World {
   CommTimeouts timeouts_;
   c10::intrusive_ptr<c10d::Store> store_;
   std::shared_ptr<ProcessGroup> global_;
-  int groups_created_ = 0;
+  std::map<std::string, int> groups_created_;  // store prefix -> groups made with it
 };
 
 }  // namespace titan::distributed

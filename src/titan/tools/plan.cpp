@@ -38,10 +38,9 @@ void add_params(Unit& unit, const std::vector<torch::Tensor>& params, int64_t tp
 std::vector<Unit> fsdp_units(models::CausalLM& model, int64_t tp, int64_t fsdp) {
   std::vector<Unit> units;
   std::unordered_set<const void*> seen;
-  torch::nn::ModuleList blocks = model.blocks();
-  for (size_t i = 0; i < blocks->size(); ++i) {
-    units.push_back({fmt::format("layers.{}", i)});
-    add_params(units.back(), blocks[i]->parameters(), tp, fsdp, seen);
+  for (const auto& block : model.blocks()) {
+    units.push_back({fmt::format("layers.{}", block.layer_id)});
+    add_params(units.back(), block.module->parameters(), tp, fsdp, seen);
   }
   units.push_back({"root"});
   add_params(units.back(), model.parameters(), tp, fsdp, seen);

@@ -14,8 +14,13 @@
 
 #include "titan/models/common/causal_lm.h"
 
+namespace titan::config {
+struct JobConfig;
+}
 namespace titan::distributed {
-class TensorParallel;
+class DeviceMesh;
+class ModelPart;
+struct ParallelDims;
 }
 
 namespace titan::train {
@@ -43,11 +48,13 @@ struct TrainSpec {
   /// Copies Hugging Face-named tensors into the model; throws CheckpointError naming any
   /// missing, unexpected or mis-shaped tensor.
   std::function<void(models::CausalLM& model, const StateDict& hf)> from_hf;
-  /// Applies the family's tensor-parallel plan to a whole, initialised model (each rank keeps
-  /// its slices; see distributed/tensor_parallel.h). Throws ConfigError when the model's sizes
-  /// do not divide by the degree.
-  std::function<void(models::CausalLM& model, distributed::TensorParallel& tp)>
-      apply_tensor_parallel;
+  /// The family's parallelize_<family>: applies the parallelisms of `dims` to one model part
+  /// (built on the meta device; its weights are allocated and initialised afterwards, see
+  /// distributed/model_part.h). Throws ConfigError when the model does not divide.
+  using ParallelizeFn =
+      std::function<void(distributed::ModelPart& part, const distributed::ParallelDims& dims,
+                         const distributed::DeviceMesh& mesh, const config::JobConfig& job)>;
+  ParallelizeFn parallelize;
 };
 
 /// The spec registered as `name`; throws ConfigError listing the registered names.

@@ -9,7 +9,6 @@
 #include "titan/components/data/dataloader.h"
 #include "titan/components/manifest.h"
 #include "titan/config/resolve.h"
-#include "titan/distributed/activation_checkpoint.h"
 #include "titan/errors.h"
 #include "titan/platform/blas.h"
 #include "titan/platform/logging.h"
@@ -42,6 +41,20 @@ void check_trainable(const config::JobConfig& job, const distributed::ParallelDi
                                   "{} (context, pipeline and expert parallel degrees must be 1)",
                                   dims.describe()));
   }
+  const std::vector<std::pair<const char*, bool>> not_built = {
+      {"compile.enable", job.compile.enable},
+      {"metrics.enable_tensorboard", job.metrics.enable_tensorboard},
+      {"profiling.enable_profiling", job.profiling.enable_profiling},
+      {"profiling.enable_memory_snapshot", job.profiling.enable_memory_snapshot},
+      {"validation.enable", job.validation.enable},
+  };
+  for (const auto& [key, set] : not_built) {
+    if (set) {
+      throw ConfigError(fmt::format("{} = true is not built in titan yet (its feature is an "
+                                    "open issue); unset it",
+                                    key));
+    }
+  }
   auto shape =
       get_train_spec(job.model.name).build_on_device(job.model.flavor, torch::kMeta)->shape();
   distributed::check_tensor_parallel(shape, dims.tp, job.training.seq_len,
@@ -51,6 +64,8 @@ void check_trainable(const config::JobConfig& job, const distributed::ParallelDi
 Trainer::Trainer(config::JobConfig job, distributed::WorldInfo world) : job_(std::move(job)) {
   platform::enable_memory_counting();
   set_threads(world.local_world_size);
+  // As TorchTitan's training.deterministic: an op without a deterministic kernel is an error.
+  if (job_.training.deterministic) at::globalContext().setDeterministicAlgorithms(true, false);
   setup_parallelism(world);
   setup_model();
   setup_data();
@@ -77,78 +92,47 @@ void Trainer::setup_parallelism(const distributed::WorldInfo& world) {
   distributed::CommTimeouts timeouts{std::chrono::seconds(job_.comm.init_timeout_seconds),
                                      std::chrono::seconds(job_.comm.train_timeout_seconds)};
   world_ = distributed::World::join(world, timeouts);
-  using distributed::MeshDim;
-  dp_group_ = mesh_group({MeshDim::DpReplicate, MeshDim::DpShard}, "dp");
-  shard_group_ = mesh_group({MeshDim::DpShard, MeshDim::CP}, "dp_shard_cp");
-  replicate_group_ = mesh_group({MeshDim::DpReplicate}, "dp_replicate");
-  distributed::TensorParallelOptions tp;
-  tp.sequence_parallel = !job_.parallelism.disable_sequence_parallel;
-  tp.loss_parallel = !job_.parallelism.disable_loss_parallel;
-  tp_ = std::make_unique<distributed::TensorParallel>(mesh_group({MeshDim::TP}, "tp"), tp);
-  log::info("Parallel layout: {}; FSDP shards over {} rank(s), {} replica(s)", dims_.describe(),
-            shard_group_->size(), replicate_group_->size());
-  if (dims_.tp > 1) {
-    log::info("Tensor parallel over {} ranks: sequence parallel {}, loss parallel {}", dims_.tp,
-              tp.sequence_parallel ? "on" : "off", tp.loss_parallel ? "on" : "off");
-  }
-  bool multi_node = world.world_size > world.local_world_size;
-  if (multi_node && job_.parallelism.data_parallel_shard_degree == -1 &&
-      dims_.dp_shard > world.local_world_size) {
-    log::warn("data_parallel_shard_degree = -1 resolved to {}, so FSDP shards across nodes and "
-              "every all-gather crosses the network; set "
-              "parallelism.data_parallel_replicate_degree = {} (HSDP: shard within a node, "
-              "replicate across nodes)",
-              dims_.dp_shard, dims_.dp_shard / world.local_world_size);
-  }
-}
-
-std::shared_ptr<distributed::ProcessGroup> Trainer::mesh_group(
-    const std::vector<distributed::MeshDim>& dims, const std::string& name) {
-  // Every rank creates every group in the same order; each keeps the one it belongs to.
-  std::shared_ptr<distributed::ProcessGroup> mine;
-  for (int r = 0; r < dims_.world_size; ++r) {
-    auto ranks = dims_.group_ranks(r, dims);
-    if (ranks.front() != r) continue;
-    auto group = world_->new_group(ranks, name);
-    if (group) mine = group;
-  }
-  return mine;
+  mesh_ = distributed::DeviceMesh::build(dims_, *world_);
+  dims_.log_layout(job_.parallelism, world.local_world_size);
 }
 
 void Trainer::setup_model() {
   spec_ = &get_train_spec(job_.model.name);
-  model_ = spec_->build(job_.model.flavor);
+  auto model = spec_->build_on_device(job_.model.flavor, torch::kMeta);
+  shape_ = model->shape();
+  flops_per_token_ = model->flops_per_token(job_.training.seq_len);
+  num_params_ = model->num_params();
+  model_parts_.push_back(std::make_unique<distributed::ModelPart>(model, mesh_));
   uint64_t seed = static_cast<uint64_t>(job_.training.seed.value_or(0));
-  model_->init_weights(seed);
-  flops_per_token_ = model_->flops_per_token(job_.training.seq_len);
-  num_params_ = model_->num_params();  // before TP and FSDP leave each rank its slices
-  // TorchTitan's parallelize order: tensor parallelism, activation checkpointing, FSDP.
-  if (dims_.tp > 1) spec_->apply_tensor_parallel(*model_, *tp_);
-  distributed::apply_activation_checkpointing(*model_, job_.activation_checkpoint);
-  distributed::FsdpOptions fsdp;
-  // As in TorchTitan, mixed precision applies when parameters are sharded.
-  if (dims_.fsdp_enabled() && job_.training.mixed_precision_param == "bfloat16") {
-    fsdp.param_dtype = torch::kBFloat16;
+  for (auto& part : model_parts_) {
+    spec_->parallelize(*part, dims_, mesh_, job_);
+    part->init_weights(torch::kCPU, seed);
+    auto params = part->parameters();
+    params_.insert(params_.end(), params.begin(), params.end());
   }
-  fsdp.reshard_after_forward = job_.parallelism.fsdp_reshard_after_forward != "never";
-  fsdp_ = distributed::Fsdp::apply(*model_, shard_group_, replicate_group_, fsdp);
-  params_ = fsdp_->parameters();
-  compute_dtype_ = fsdp.param_dtype;
+  compute_dtype_ = model_parts_.front()->compute_dtype();
   log::info("Compute dtype {}, gradient reduction float32, activation checkpointing '{}'",
             compute_dtype_ == torch::kBFloat16 ? "bfloat16" : "float32",
             job_.activation_checkpoint.mode);
+  int64_t param_bytes = 0;
+  for (const auto& p : params_) param_bytes += p.numel() * p.element_size();
+  constexpr double kGiB = 1 << 30;
+  log::info("Model setup (built on meta, parallelized, this rank's pieces initialised): peak "
+            "live tensors {:.3f} GiB, peak RSS {:.3f} GiB; this rank's parameters {:.3f} GiB",
+            platform::peak_tensor_bytes() / kGiB, platform::peak_rss_bytes() / kGiB,
+            param_bytes / kGiB);
+  platform::reset_peak_tensor_bytes();
 }
 
 void Trainer::setup_data() {
   std::string tok_path = job_.model.tokenizer_path;
   if (tok_path.empty()) tok_path = job_.model.hf_assets_path;
   tokenizer_ = components::load_tokenizer(tok_path);
-  if (tokenizer_->vocab_size() > model_->shape().vocab_size) {
+  if (tokenizer_->vocab_size() > shape_.vocab_size) {
     throw ConfigError(fmt::format("the tokenizer ({}) has {} ids but model {} {} has vocab_size "
                                   "{}; choose a matching model.flavor or model.tokenizer_path",
                                   tokenizer_->describe(), tokenizer_->vocab_size(),
-                                  job_.model.name, job_.model.flavor,
-                                  model_->shape().vocab_size));
+                                  job_.model.name, job_.model.flavor, shape_.vocab_size));
   }
   auto options = components::data::data_loader_options(
       job_, dims_.dp_rank(world_->info().rank), dims_.dp(), world_->info().local_rank);
@@ -195,9 +179,9 @@ void Trainer::write_manifest() {
 }
 
 double Trainer::grad_norm() {
-  auto sq = torch::tensor({fsdp_->grad_sq_sum(tp_->norm_weights(params_))}, torch::kDouble);
-  tp_->group().all_reduce_(sq, distributed::ReduceOp::Sum, "gradient norm all-reduce over TP");
-  return std::sqrt(sq.item<double>());
+  double sq = 0;
+  for (auto& part : model_parts_) sq += part->grad_sq_sum();
+  return std::sqrt(sq);
 }
 
 double Trainer::clip_gradients() {
@@ -219,20 +203,22 @@ Trainer::StepResult Trainer::train_step(int64_t step) {
   double local_loss = 0;
   for (int64_t m = 0; m < data_->accumulation_steps(); ++m) {
     auto data_start = Clock::now();
-    auto batch = data_->get(step - 1, m);
+    auto batch = data_->get(consumed_samples_, m);
     r.data_time_s += seconds_since(data_start);
-    auto logits = model_->forward(batch.input);  // [B, S, V] (V / tp with loss parallelism)
+    auto& part = *model_parts_.front();
+    auto logits = part.model().forward(batch.input);  // [B, S, V] (V / tp: loss parallelism)
     // Sum over this microbatch's tokens divided by the step's global token count, so that
     // summing gradients over microbatches and ranks gives the global mean's gradient.
-    auto loss = tp_->loss_sum(logits, batch.label) / static_cast<double>(global_tokens_per_step_);
+    auto loss = part.loss_sum(logits, batch.label) / static_cast<double>(global_tokens_per_step_);
     loss.backward();
     local_loss += loss.item<double>();
   }
-  tp_->reduce_partial_grads();
+  consumed_samples_ += data_->layout().global_batch_size();
+  for (auto& part : model_parts_) part->finish_backward();
   r.grad_norm = clip_gradients();
   optimizer_->step(scheduler_->lr_at(step));
   auto loss_t = torch::tensor({local_loss}, torch::kDouble);
-  dp_group_->all_reduce_(loss_t, distributed::ReduceOp::Sum, "loss all-reduce");
+  mesh_["loss"]->all_reduce_(loss_t, distributed::ReduceOp::Sum, "loss all-reduce");
   r.loss = loss_t.item<double>();
   if (!std::isfinite(r.loss)) {
     throw Error(fmt::format("loss is {} at step {}; lower optimizer.lr or check the data",
@@ -259,8 +245,15 @@ void Trainer::log_state_memory() {
 
 components::checkpoint::ShardedStateDict Trainer::global_pieces(
     const std::vector<torch::Tensor>& tensors, const std::string& prefix, bool loading) {
-  auto local = fsdp_->shard_view(tensors, prefix);
-  return loading ? tp_->for_load(local, prefix) : tp_->to_global(local, prefix);
+  components::checkpoint::ShardedStateDict out;
+  size_t offset = 0;
+  for (auto& part : model_parts_) {
+    const size_t n = part->parameters().size();
+    std::vector<torch::Tensor> mine(tensors.begin() + offset, tensors.begin() + offset + n);
+    out.merge(part->state(mine, prefix, loading));
+    offset += n;
+  }
+  return out;
 }
 
 components::checkpoint::ShardedStateDict Trainer::model_state(bool loading) {
@@ -279,34 +272,66 @@ int64_t Trainer::resume() {
   auto optimizer = optimizer_state(true);
   nlohmann::json state = {{"train_state", {{"step", 0}, {"optimizer_steps", 0}}}};
   auto loaded = checkpoint_->load(model, optimizer, state);
-  tp_->finish_load();
+  for (auto& part : model_parts_) part->finish_load();
   if (!loaded) return 1;
   if (loaded->model_only) {
     log::info("Loaded model weights from {}; training starts at step 1", loaded->path);
     return 1;
   }
   optimizer_->set_steps_taken(state["train_state"]["optimizer_steps"].get<int64_t>());
-  log::info("Resumed from {} (step {})", loaded->path, loaded->step);
+  consumed_samples_ = restore_data_position(state, loaded->path);
+  log::info("Resumed from {} (step {}; {} samples consumed, the data continues at sample {} "
+            "with global batch {})",
+            loaded->path, loaded->step, consumed_samples_, consumed_samples_,
+            data_->layout().global_batch_size());
   return loaded->step + 1;
 }
 
-void Trainer::save_checkpoint(int64_t step) {
-  // The data position, the schedule and the RNG streams are functions of the step in titan,
-  // so the step is the whole train state beyond the tensors.
+int64_t Trainer::restore_data_position(const nlohmann::json& state,
+                                       const std::string& path) const {
+  const int64_t seq_len = job_.training.seq_len;
+  // checkpoint.exclude_from_loading = dataloader: the data starts over, as in TorchTitan.
+  if (!state.contains("dataloader")) return 0;
+  const auto& data = state["dataloader"];
+  if (data.contains("consumed_samples")) {
+    const int64_t saved_seq_len = data.value("seq_len", seq_len);
+    if (saved_seq_len != seq_len) {
+      throw ConfigError(fmt::format(
+          "{} consumed {} samples of training.seq_len {}, but this run has training.seq_len {}: "
+          "the data position cannot continue exactly; resume with training.seq_len {}",
+          path, data["consumed_samples"].get<int64_t>(), saved_seq_len, seq_len, saved_seq_len));
+    }
+    return data["consumed_samples"].get<int64_t>();
+  }
+  const int64_t tokens = state["train_state"].value("tokens_seen", int64_t{0});
+  if (tokens % seq_len != 0) {
+    throw ConfigError(fmt::format("{} saw {} tokens, not a whole number of samples of "
+                                  "training.seq_len {}: resume with the seq_len it trained with",
+                                  path, tokens, seq_len));
+  }
+  return tokens / seq_len;
+}
+
+void Trainer::save_checkpoint(int64_t step, bool last) {
+  // The schedule and the RNG streams are functions of the step in titan, the data position
+  // of the samples consumed: with the tensors, that is the whole train state.
+  const int64_t seq_len = job_.training.seq_len;
   nlohmann::json state = {
       {"train_state", {{"step", step},
-                       {"tokens_seen", step * global_tokens_per_step_},
+                       {"tokens_seen", consumed_samples_ * seq_len},
                        {"optimizer_steps", optimizer_->steps_taken()}}},
       {"lr_scheduler", {{"step", step}}},
-      {"dataloader", {{"step", step}}}};
-  checkpoint_->save(step, model_state(false), optimizer_state(false), state,
-                    config::to_toml(job_), step == job_.training.steps);
+      {"dataloader", {{"consumed_samples", consumed_samples_}, {"seq_len", seq_len}}}};
+  const bool model_only = last && job_.checkpoint.last_save_model_only;
+  checkpoint_->save(step, model_state(false),
+                    model_only ? components::checkpoint::ShardedStateDict{} : optimizer_state(false),
+                    state, config::to_toml(job_), last);
 }
 
 void Trainer::train() {
   const auto& t = job_.training;
   if (job_.checkpoint.create_seed_checkpoint) {
-    save_checkpoint(0);
+    save_checkpoint(0, /*last=*/true);
     log::info("Wrote the seed checkpoint {}", checkpoint_->step_folder(0));
     return;
   }
@@ -316,13 +341,14 @@ void Trainer::train() {
   double window_data = 0;
   int64_t window_steps = 0;
   for (int64_t step = first; step <= t.steps; ++step) {
-    if (step > 1 && data_->epoch(step - 1) > data_->epoch(step - 2)) {
-      log::info("Dataset exhausted: step {} starts pass {} over the data from sample 0", step,
-                data_->epoch(step - 1) + 1);
-    }
+    const int64_t epoch = data_->epoch(consumed_samples_);
     StepResult r = train_step(step);
+    if (data_->epoch(consumed_samples_) > epoch) {
+      log::info("Dataset exhausted in step {}: the data starts pass {} from sample 0", step,
+                data_->epoch(consumed_samples_) + 1);
+    }
     if (step == first) log_state_memory();
-    if (checkpoint_->should_save(step, t.steps)) save_checkpoint(step);
+    if (checkpoint_->should_save(step, t.steps)) save_checkpoint(step, step == t.steps);
     window_data += r.data_time_s;
     ++window_steps;
     bool log_now = step == first || step % job_.metrics.log_freq == 0 || step == t.steps;
@@ -335,23 +361,25 @@ void Trainer::train() {
     m.lr = scheduler_->lr_at(step);
     m.step_time_s = elapsed / static_cast<double>(window_steps);
     m.data_time_s = window_data / static_cast<double>(window_steps);
-    // Tokens per second per device, as TorchTitan: ranks that split a batch's work (TP) share
-    // its tokens.
-    m.tps = static_cast<double>(local_tokens_per_step_) / m.step_time_s / dims_.tp;
+    // Tokens per second per device, as TorchTitan: ranks that split a batch's work (TP, CP,
+    // PP) share its tokens.
+    m.tps = static_cast<double>(local_tokens_per_step_) / m.step_time_s /
+            dims_.non_data_parallel_size();
     m.tflops = static_cast<double>(flops_per_token_) * m.tps / 1e12;
     m.mfu = 100.0 * static_cast<double>(flops_per_token_) * m.tps / peak_flops_;
     auto peak = static_cast<double>(platform::peak_tensor_bytes());
     m.memory_gib = peak / (1ull << 30);
     m.memory_pct = 100.0 * peak / static_cast<double>(platform::total_memory_bytes());
     platform::reset_peak_tensor_bytes();
-    m.tokens_seen = step * global_tokens_per_step_;
+    m.tokens_seen = consumed_samples_ * t.seq_len;
+    m.consumed_samples = consumed_samples_;
     metrics_->record(m);
     window_start = Clock::now();
     window_data = 0;
     window_steps = 0;
   }
   checkpoint_->wait();
-  dp_group_->barrier("end of training");
+  world_->global()->barrier("end of training");
   log::info("Training completed");
 }
 

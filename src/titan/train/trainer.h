@@ -13,11 +13,10 @@
 #include "titan/components/optimizer.h"
 #include "titan/components/tokenizer/tokenizer.h"
 #include "titan/config/job_config.h"
-#include "titan/distributed/fsdp.h"
+#include "titan/distributed/device_mesh.h"
+#include "titan/distributed/model_part.h"
 #include "titan/distributed/parallel_dims.h"
 #include "titan/distributed/process_group.h"
-#include "titan/distributed/tensor_parallel.h"
-#include "titan/models/common/causal_lm.h"
 #include "titan/train/train_spec.h"
 
 namespace titan::components::data {
@@ -26,10 +25,11 @@ class DataLoader;
 
 namespace titan::train {
 
-/// Refuses layouts this build cannot train with a ConfigError naming the layout: context,
-/// pipeline or expert parallel degrees above 1, a tensor-parallel degree that does not divide
-/// the model (distributed::check_tensor_parallel). The launcher calls it before any worker
-/// starts.
+/// Refuses what this build cannot train with a ConfigError naming the key: context, pipeline
+/// or expert parallel degrees above 1, a tensor-parallel degree that does not divide the model
+/// (distributed::check_tensor_parallel), and features whose keys exist but are not built yet
+/// (compile, TensorBoard, profiling, memory snapshots, validation). The launcher calls it
+/// before any worker starts.
 void check_trainable(const config::JobConfig& job, const distributed::ParallelDims& dims);
 
 class Trainer {
@@ -50,16 +50,23 @@ class Trainer {
   };
 
   void setup_parallelism(const distributed::WorldInfo& world);
+  /// Builds the model on the meta device, parallelizes it with the family's spec, then
+  /// allocates and initialises this rank's pieces.
   void setup_model();
   void setup_data();
   void log_header();
   /// Resumes from the latest checkpoint (or checkpoint.initial_load_path) when there is one;
   /// returns the first step to train.
   int64_t resume();
-  /// Saves checkpoint `step` (this rank's shards and state).
-  void save_checkpoint(int64_t step);
-  /// This rank's pieces of `tensors` (parameters() order) named `prefix` + parameter name, in
-  /// the whole model's coordinates, for saving or (`loading`) for loading into (collective).
+  /// The samples a checkpointed run consumed, from its saved state (checkpoints older than
+  /// consumed_samples: tokens_seen / seq_len; 0 when the dataloader state is excluded). Throws ConfigError naming both values when
+  /// training.seq_len differs from the checkpoint's, as the position cannot carry over exactly.
+  int64_t restore_data_position(const nlohmann::json& state, const std::string& path) const;
+  /// Saves checkpoint `step` (this rank's shards and state); the `last` one model-only when
+  /// checkpoint.last_save_model_only (as TorchTitan, also for the seed checkpoint).
+  void save_checkpoint(int64_t step, bool last);
+  /// This rank's pieces of `tensors` (params_ order) named `prefix` + parameter name, in the
+  /// whole model's coordinates, over every model part (ModelPart::state; collective).
   components::checkpoint::ShardedStateDict global_pieces(const std::vector<torch::Tensor>& tensors,
                                                          const std::string& prefix, bool loading);
   /// This rank's pieces of the model and of the optimizer state, as global_pieces.
@@ -71,21 +78,16 @@ class Trainer {
   /// Global L2 norm of the gradients over every mesh dimension.
   double grad_norm();
   double clip_gradients();
-  std::shared_ptr<distributed::ProcessGroup> mesh_group(const std::vector<distributed::MeshDim>& dims,
-                                                        const std::string& name);
   void write_manifest();
 
   config::JobConfig job_;
   std::shared_ptr<distributed::World> world_;
   distributed::ParallelDims dims_;
-  std::shared_ptr<distributed::ProcessGroup> dp_group_;       // dp_replicate x dp_shard
-  std::shared_ptr<distributed::ProcessGroup> shard_group_;    // dp_shard x cp (FSDP)
-  std::shared_ptr<distributed::ProcessGroup> replicate_group_;  // dp_replicate (HSDP)
-  std::unique_ptr<distributed::TensorParallel> tp_;            // on the tp dimension
-  std::shared_ptr<distributed::Fsdp> fsdp_;
+  distributed::DeviceMesh mesh_;
   const TrainSpec* spec_ = nullptr;
-  std::shared_ptr<models::CausalLM> model_;
-  std::vector<torch::Tensor> params_;
+  models::ModelShape shape_;  // of the whole model
+  std::vector<std::unique_ptr<distributed::ModelPart>> model_parts_;  // this rank's, in order
+  std::vector<torch::Tensor> params_;  // every part's, in order
   std::unique_ptr<components::Tokenizer> tokenizer_;
   std::unique_ptr<components::data::DataLoader> data_;
   std::unique_ptr<components::Adam> optimizer_;
@@ -98,6 +100,9 @@ class Trainer {
   torch::ScalarType compute_dtype_ = torch::kFloat;
   int64_t global_tokens_per_step_ = 0;
   int64_t local_tokens_per_step_ = 0;
+  /// Global samples trained on before the next step: where the data continues, under any global
+  /// batch size, data-parallel degree or accumulation split (Megatron's consumed_samples).
+  int64_t consumed_samples_ = 0;
 };
 
 }  // namespace titan::train

@@ -194,5 +194,24 @@ TEST(ConfigBinary, TrainHelpListsEveryKey) {
   EXPECT_NE(r.output.find("(default: 10000)"), std::string::npos);
 }
 
+// run_train.sh passes --module and --config before the user's arguments; --help anywhere prints
+// the launcher's environment variables, then every key (issue 12: it was "unknown config key").
+TEST(ConfigBinary, LaunchHelpListsTheEnvironmentAndEveryKey) {
+  for (std::string flag : {"--help", "-h"}) {
+    auto r = testing::run_command(testing::titan_binary() +
+                                  " launch --module llama3 --config llama3_debugmodel " + flag);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    for (std::string text : {"NGPU", "RDZV_ENDPOINT", "LOG_RANK", "--training.steps",
+                             "--parallelism.tensor_parallel_degree"}) {
+      EXPECT_NE(r.output.find(text), std::string::npos) << flag << ": " << text;
+    }
+  }
+  for (std::string command : {"config", "generate", "convert", "tokenize", "compare"}) {
+    auto r = testing::run_command(testing::titan_binary() + " " + command + " --help");
+    EXPECT_EQ(r.exit_code, 0) << command << ": " << r.output;
+    EXPECT_NE(r.output.find("Usage: titan " + command), std::string::npos) << r.output;
+  }
+}
+
 }  // namespace
 }  // namespace titan::config

@@ -354,8 +354,9 @@ int64_t CheckpointManager::on_rank0(const std::string& what, const std::function
   world_->broadcast_(outcome, 0, "checkpoint: " + what);
   if (error) std::rethrow_exception(error);
   if (outcome[0].item<int64_t>() != 0) {
-    throw CheckpointError(fmt::format("rank {}: rank 0 failed to {} (its error is in its log)",
-                                      world_->rank(), what));
+    // A peer's failure, not this rank's: the launcher blames the rank that failed on its own.
+    throw CommError(fmt::format("rank {}: rank 0 failed to {} (its error is in its log)",
+                                world_->rank(), what));
   }
   return outcome[1].item<int64_t>();
 }
@@ -365,9 +366,8 @@ void CheckpointManager::agree(const std::string& what, const std::exception_ptr&
   world_->all_reduce_(failed, distributed::ReduceOp::Max, "checkpoint: " + what);
   if (local) std::rethrow_exception(local);
   if (failed.item<int64_t>() != 0) {
-    throw CheckpointError(fmt::format("rank {}: another rank failed to {} (its error is in its "
-                                      "log)",
-                                      world_->rank(), what));
+    throw CommError(fmt::format("rank {}: another rank failed to {} (its error is in its log)",
+                                world_->rank(), what));
   }
 }
 

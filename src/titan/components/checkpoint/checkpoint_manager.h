@@ -119,10 +119,11 @@ class CheckpointManager {
   std::optional<int64_t> find_step() const;
   LoadResult load_folder(const std::string& dir, bool initial, ShardedStateDict& model,
                          ShardedStateDict& optimizer, nlohmann::json& rank_state);
-  /// Runs `f` on rank 0 and shares its outcome: its int64 result, or its failure as a
-  /// CheckpointError on every rank (rank 0 rethrows its own).
+  /// Runs `f` on rank 0 and shares its outcome: its int64 result, or its failure (rank 0
+  /// rethrows its own; the others throw CommError, a peer's failure).
   int64_t on_rank0(const std::string& what, const std::function<int64_t()>& f);
-  /// Rethrows `local` or, when another rank failed `what`, throws CheckpointError (collective).
+  /// Rethrows `local` or, when another rank failed `what`, throws CommError (a peer's failure:
+  /// the launcher then shows the failing rank's error; collective).
   void agree(const std::string& what, const std::exception_ptr& local);
 
   config::CheckpointSection config_;

@@ -4,11 +4,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <array>
 #include <climits>
 #include <filesystem>
 #include <fstream>
 #include <set>
+#include <tuple>
 
 #include "titan/errors.h"
 
@@ -67,6 +69,53 @@ std::vector<int64_t> parse_u64_array(const nlohmann::json& j, const char* field,
   return out;
 }
 
+// The format's __metadata__: a string-to-string map.
+void check_metadata(const nlohmann::json& metadata, const std::string& path) {
+  if (!metadata.is_object()) {
+    throw CheckpointError(fmt::format("{}: bad safetensors header: __metadata__ must be an "
+                                      "object of strings, got {}",
+                                      path, metadata.type_name()));
+  }
+  for (const auto& [key, value] : metadata.items()) {
+    if (!value.is_string()) {
+      throw CheckpointError(fmt::format("{}: bad safetensors header: __metadata__ '{}' must be "
+                                        "a string, got {}",
+                                        path, key, value.dump()));
+    }
+  }
+}
+
+// The tensors' byte ranges must tile the data section exactly: from 0, each one starting where
+// the previous ends (no two tensors sharing bytes, no unindexed hole), and ending at its end (no
+// trailing bytes), as Hugging Face's reader requires. Zero-size tensors take no bytes.
+void check_data_coverage(std::vector<SafetensorsEntry> entries, uint64_t data_size,
+                         const std::string& path) {
+  std::sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.begin, a.end) < std::tie(b.begin, b.end);
+  });
+  uint64_t covered = 0;
+  std::string previous;
+  for (const auto& e : entries) {
+    if (e.begin < covered) {
+      throw CheckpointError(fmt::format("{}: tensor '{}': data_offsets [{}, {}] overlap tensor "
+                                        "'{}', which ends at {}",
+                                        path, e.name, e.begin, e.end, previous, covered));
+    }
+    if (e.begin > covered) {
+      throw CheckpointError(fmt::format("{}: tensor '{}': data_offsets [{}, {}] leave bytes [{}, "
+                                        "{}) of the data section indexed by no tensor",
+                                        path, e.name, e.begin, e.end, covered, e.begin));
+    }
+    covered = e.end;
+    previous = e.name;
+  }
+  if (covered != data_size) {
+    throw CheckpointError(fmt::format("{}: the tensors cover {} bytes but the data section has {}: "
+                                      "{} trailing bytes indexed by no tensor",
+                                      path, covered, data_size, data_size - covered));
+  }
+}
+
 struct Header {
   uint64_t data_start = 0;  // 8 + header length
   std::vector<SafetensorsEntry> entries;
@@ -99,6 +148,10 @@ Header parse_header(const std::string& path) {
   }
   std::string text(header_len, '\0');
   in.read(text.data(), static_cast<std::streamsize>(header_len));
+  if (text.empty() || text[0] != '{') {
+    throw CheckpointError(fmt::format("{}: bad safetensors header: it must start with '{{'",
+                                      path));
+  }
   nlohmann::json json;
   try {
     json = nlohmann::json::parse(text);
@@ -114,7 +167,10 @@ Header parse_header(const std::string& path) {
   header.data_start = 8 + header_len;
   const uint64_t data_size = file_size - header.data_start;
   for (const auto& [name, info] : json.items()) {
-    if (name == "__metadata__") continue;
+    if (name == "__metadata__") {
+      check_metadata(info, path);
+      continue;
+    }
     if (!info.is_object() || !info.contains("dtype") || !info["dtype"].is_string() ||
         !info.contains("shape") || !info.contains("data_offsets")) {
       throw CheckpointError(fmt::format("{}: bad safetensors header: tensor '{}' needs 'dtype' "
@@ -151,6 +207,7 @@ Header parse_header(const std::string& path) {
     }
     header.entries.push_back(std::move(e));
   }
+  check_data_coverage(header.entries, data_size, path);
   std::sort(header.entries.begin(), header.entries.end(),
             [](const auto& a, const auto& b) { return a.name < b.name; });
   return header;

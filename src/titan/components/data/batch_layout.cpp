@@ -29,16 +29,15 @@ BatchLayout::BatchLayout(int64_t local_batch_size, int64_t global_batch_size, in
   accumulation_ = global_batch_ / per_microbatch;
 }
 
-int64_t BatchLayout::ordinal(int64_t step, int64_t microbatch, int64_t row) const {
-  if (step < 0 || microbatch < 0 || microbatch >= accumulation_ || row < 0 ||
+int64_t BatchLayout::ordinal(int64_t consumed, int64_t microbatch, int64_t row) const {
+  if (consumed < 0 || microbatch < 0 || microbatch >= accumulation_ || row < 0 ||
       row >= local_batch_) {
     throw std::out_of_range(fmt::format(
-        "BatchLayout::ordinal(step {}, microbatch {}, row {}): need step >= 0, microbatch in "
-        "[0, {}), row in [0, {})",
-        step, microbatch, row, accumulation_, local_batch_));
+        "BatchLayout::ordinal(consumed {}, microbatch {}, row {}): need consumed >= 0, "
+        "microbatch in [0, {}), row in [0, {})",
+        consumed, microbatch, row, accumulation_, local_batch_));
   }
-  return step * global_batch_ + microbatch * dp_degree_ * local_batch_ + dp_rank_ * local_batch_ +
-         row;
+  return consumed + microbatch * dp_degree_ * local_batch_ + dp_rank_ * local_batch_ + row;
 }
 
 }  // namespace titan::components::data

@@ -58,7 +58,7 @@ DataLoader::DataLoader(const DataLoaderOptions& options, const Tokenizer& tokeni
   }
 }
 
-Batch DataLoader::get(int64_t step, int64_t microbatch) const {
+Batch DataLoader::get(int64_t consumed, int64_t microbatch) const {
   const int64_t b = layout_.local_batch_size();
   const int64_t s = seq_len_;
   Batch batch{torch::empty({b, s}, torch::kInt64), torch::empty({b, s}, torch::kInt64)};
@@ -66,7 +66,7 @@ Batch DataLoader::get(int64_t step, int64_t microbatch) const {
   int64_t* label = batch.label.data_ptr<int64_t>();  // [b, s]
   const int32_t* tokens = cache_.tokens();
   for (int64_t row = 0; row < b; ++row) {
-    const int64_t sample = layout_.ordinal(step, microbatch, row) % num_samples_;
+    const int64_t sample = layout_.ordinal(consumed, microbatch, row) % num_samples_;
     const int32_t* x = tokens + sample * s;  // the window x[0 .. s]
     int64_t* in = input + row * s;
     int64_t* out = label + row * s;
@@ -78,9 +78,7 @@ Batch DataLoader::get(int64_t step, int64_t microbatch) const {
   return batch;
 }
 
-int64_t DataLoader::epoch(int64_t step) const {
-  return step * layout_.global_batch_size() / num_samples_;
-}
+int64_t DataLoader::epoch(int64_t consumed) const { return consumed / num_samples_; }
 
 std::string DataLoader::describe() const {
   const DataStats& st = stats();

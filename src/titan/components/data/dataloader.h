@@ -8,8 +8,8 @@
 // a window is unused. Ordinal o reads sample o mod N: when the data runs out it starts over from
 // sample 0, and epoch(step) counts the passes.
 //
-// No hidden state: a batch is a pure function of (step, microbatch) and the layout, so resuming
-// at step t needs nothing but t.
+// No hidden state: a batch is a pure function of (samples consumed before its step,
+// microbatch) and the layout, so resuming needs nothing but the consumed-sample count.
 #pragma once
 
 #include <torch/torch.h>
@@ -59,10 +59,12 @@ class DataLoader {
   /// layout or an unknown dataset name, DataError for bad data or fewer than seq_len + 1 tokens.
   DataLoader(const DataLoaderOptions& options, const Tokenizer& tokenizer);
 
-  /// Microbatch `microbatch` in [0, accumulation_steps()) of step `step` >= 0 for this rank.
-  /// Allocates the two tensors and copies from the memory-mapped cache. Thread-safe.
-  /// Throws std::out_of_range for a negative step or a microbatch out of range.
-  Batch get(int64_t step, int64_t microbatch) const;
+  /// Microbatch `microbatch` in [0, accumulation_steps()) for this rank of the step that
+  /// starts after `consumed` >= 0 samples of the run (step t of a run that never changed its
+  /// global batch G: consumed = t x G). Allocates the two tensors and copies from the
+  /// memory-mapped cache. Thread-safe. Throws std::out_of_range for a negative `consumed` or a
+  /// microbatch out of range.
+  Batch get(int64_t consumed, int64_t microbatch) const;
 
   /// Microbatches per step: global_batch_size / (local_batch_size x dp_degree).
   int64_t accumulation_steps() const { return layout_.accumulation_steps(); }
@@ -70,9 +72,9 @@ class DataLoader {
   int64_t num_samples() const { return num_samples_; }
   int64_t seq_len() const { return seq_len_; }
   const BatchLayout& layout() const { return layout_; }
-  /// 0-based pass over the data that step `step` starts in: step x G / N. A step whose epoch
-  /// is above the previous step's has started over from sample 0.
-  int64_t epoch(int64_t step) const;
+  /// 0-based pass over the data that the sample after `consumed` ones is in: consumed / N. A
+  /// step whose epoch is above the previous step's has started over from sample 0.
+  int64_t epoch(int64_t consumed) const;
 
   const DataStats& stats() const { return cache_.stats(); }
   /// The dataset files with sizes and SHA-256 hashes, for the run manifest.

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace titan::components::data {
@@ -12,5 +13,10 @@ namespace titan::components::data {
 /// in `bytes`, or nullopt when all of `bytes` is valid UTF-8. A sequence cut off by the end of
 /// `bytes` is invalid at its first byte. Runs at memory speed on ASCII.
 std::optional<size_t> find_invalid_utf8(std::string_view bytes);
+
+/// `bytes` with each ill-formed part replaced by U+FFFD, one per maximal subpart (Unicode's
+/// recommended practice, as Rust's String::from_utf8_lossy and so Hugging Face's decode): a
+/// sequence cut off at the end is one U+FFFD.
+std::string utf8_lossy(std::string_view bytes);
 
 }  // namespace titan::components::data

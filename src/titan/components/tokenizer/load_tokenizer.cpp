@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "titan/components/data/utf8.h"
 #include "titan/components/tokenizer/byte_tokenizer.h"
 #include "titan/components/tokenizer/hf_tokenizer.h"
 #include "titan/components/tokenizer/tiktoken_tokenizer.h"
@@ -28,6 +29,10 @@ std::unique_ptr<Tokenizer> load_from_folder(const std::filesystem::path& folder)
 }
 
 }  // namespace
+
+std::string Tokenizer::decode_text(const std::vector<int32_t>& ids) const {
+  return data::utf8_lossy(decode(ids));
+}
 
 std::unique_ptr<Tokenizer> load_tokenizer(const std::string& path) {
   if (path.empty() || path == "byte") return std::make_unique<tokenizer::ByteTokenizer>();

@@ -18,8 +18,12 @@ class Tokenizer {
   virtual ~Tokenizer() = default;
   /// Ids of `text` without BOS/EOS. Added/special tokens present in the text are matched.
   virtual std::vector<int32_t> encode(std::string_view text) const = 0;
-  /// Bytes of `ids` joined (special tokens included as their text).
+  /// Bytes of `ids` joined (special tokens included as their text): the exact bytes, which may
+  /// end inside a character.
   virtual std::string decode(const std::vector<int32_t>& ids) const = 0;
+  /// decode() as text, as Hugging Face's decode gives it: every ill-formed UTF-8 part (e.g. a
+  /// character cut off by the last id) replaced by U+FFFD.
+  std::string decode_text(const std::vector<int32_t>& ids) const;
   /// Number of ids (model vocab plus added tokens).
   virtual int64_t vocab_size() const = 0;
   virtual std::optional<int32_t> bos_id() const = 0;

@@ -1,5 +1,7 @@
 #include "titan/models/common/causal_lm.h"
 
+#include "titan/models/common/weight_module.h"
+
 #include <unordered_set>
 
 namespace titan::models {
@@ -15,14 +17,14 @@ int64_t CausalLM::num_params() {
   return total;
 }
 
-int64_t CausalLM::flops_per_token(int64_t seq_len) {
-  const ModelShape s = shape();
-  return 6 * (num_params() - num_embedding_params()) +
-         12 * s.n_layers * s.n_heads * s.head_dim * seq_len;
+void CausalLM::init_weights(uint64_t seed) {
+  for (const auto& [name, module] : weight_modules_by_name(*this)) {
+    init_rows(module->weight, 0, name, module->init, seed);
+  }
 }
 
-torch::Tensor CausalLM::forward(const torch::Tensor& tokens) {
-  return run_wrapped(model_wrappers_, -1, tokens,
+torch::Tensor CausalLM::forward(const torch::Tensor& input) {
+  return run_wrapped(model_wrappers_, -1, input,
                      [this](const torch::Tensor& t) { return forward_impl(t); });
 }
 

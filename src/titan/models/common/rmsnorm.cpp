@@ -5,6 +5,7 @@ namespace titan::models {
 RMSNormImpl::RMSNormImpl(int64_t dim, double eps, const torch::TensorOptions& options)
     : eps(eps) {
   weight = register_parameter("weight", torch::ones({dim}, options));
+  init = InitRule::ones();
 }
 
 namespace {
@@ -23,11 +24,6 @@ torch::Tensor RMSNormImpl::forward(const torch::Tensor& x) {
   return compute({x, weight}, [eps = eps](const std::vector<torch::Tensor>& in) {
     return rms_norm(in[0], in[1], eps);
   });
-}
-
-void RMSNormImpl::reset_parameters() {
-  torch::NoGradGuard no_grad;
-  weight.fill_(1.0);
 }
 
 }  // namespace titan::models

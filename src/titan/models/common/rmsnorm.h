@@ -13,16 +13,13 @@ namespace titan::models {
 
 class RMSNormImpl : public WeightModule {
  public:
-  /// weight: [dim], dtype/device from `options`, set to ones (TorchTitan's reset_parameters).
+  /// weight: [dim], dtype/device from `options`, set to ones (its init rule too).
   RMSNormImpl(int64_t dim, double eps, const torch::TensorOptions& options);
 
   /// x: [..., dim] -> [..., dim] in x's dtype. The statistics and the scaling are computed in
   /// float32 (float64 when x is float64), as Hugging Face's LlamaRMSNorm does; through
   /// `compute` (one elementwise op of x and the weight).
   torch::Tensor forward(const torch::Tensor& x);
-
-  /// Sets the weight to ones.
-  void reset_parameters();
 
   double eps;
   ElementwiseOp compute;

@@ -40,21 +40,27 @@ void apply_to_block(TransformerBlockImpl& block, distributed::TensorParallel& tp
 void apply_tensor_parallel(Transformer& model, distributed::TensorParallel& tp) {
   if (tp.size() == 1) return;
   distributed::check_tensor_parallel(model.shape(), tp.size(), 0, false);
-  auto& embedding = *model.tok_embeddings;
-  const int64_t vocab = embedding.weight.size(0);
-  tp.colwise(embedding);
-  embedding.vocab_parallel = true;
-  embedding.vocab_start = tp.rank() * (vocab / tp.size());
-  embedding.hooks.output = [&tp](const torch::Tensor& partial) {
-    return tp.leave_region(partial);  // [B, S / tp, dim] with sequence parallelism
-  };
-  for (const auto& layer : *model.layers) {
-    apply_to_block(*layer->as<TransformerBlockImpl>(), tp);
+  if (model.tok_embeddings) {
+    auto& embedding = *model.tok_embeddings;
+    const int64_t vocab = embedding.weight.size(0);
+    tp.colwise(embedding);
+    embedding.vocab_parallel = true;
+    embedding.vocab_start = tp.rank() * (vocab / tp.size());
+    embedding.hooks.output = [&tp](const torch::Tensor& partial) {
+      return tp.leave_region(partial);  // [B, S / tp, dim] with sequence parallelism
+    };
   }
-  tp.replicate(*model.norm, tp.options().sequence_parallel);
-  if (model.output) tp.colwise(*model.output);  // else the classifier is the embedding
-  model.classifier_hooks.input = [&tp](const torch::Tensor& h) { return tp.enter_region(h); };
-  model.classifier_hooks.output = [&tp](const torch::Tensor& logits) { return tp.logits(logits); };
+  for (const auto& block : model.blocks()) {
+    apply_to_block(*block.module->as<TransformerBlockImpl>(), tp);
+  }
+  if (model.norm) {
+    tp.replicate(*model.norm, tp.options().sequence_parallel);
+    if (model.output) tp.colwise(*model.output);  // else the classifier is the embedding
+    model.classifier_hooks.input = [&tp](const torch::Tensor& h) { return tp.enter_region(h); };
+    model.classifier_hooks.output = [&tp](const torch::Tensor& logits) {
+      return tp.logits(logits);
+    };
+  }
   tp.finish(model);
 }
 

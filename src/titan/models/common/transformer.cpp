@@ -5,7 +5,6 @@
 #include <cmath>
 
 #include "titan/errors.h"
-#include "titan/models/common/init.h"
 #include "titan/models/common/rope.h"
 #include "titan/models/common/transformer_block.h"
 
@@ -35,52 +34,77 @@ void validate(const TransformerArgs& a) {
 
 }  // namespace
 
-Transformer::Transformer(const TransformerArgs& args, const torch::TensorOptions& options)
+Transformer::Transformer(const TransformerArgs& args, const torch::TensorOptions& options,
+                         const PartRange& part)
     : args_(args) {
   validate(args_);
-  inv_freq_ = rope_inv_freq(args_.rope());
-  tok_embeddings =
-      register_module("tok_embeddings", Embedding(args_.vocab_size, args_.dim, options));
-  layers = register_module("layers", torch::nn::ModuleList());
-  for (int64_t i = 0; i < args_.n_layers; ++i) {
-    layers->push_back(TransformerBlock(i, args_, options));
+  const int64_t end = part.end_layer < 0 ? args_.n_layers : part.end_layer;
+  if (part.first_layer < 0 || part.first_layer > end || end > args_.n_layers) {
+    throw ConfigError(fmt::format("model part layers [{}, {}) are outside the model's {} layers",
+                                  part.first_layer, end, args_.n_layers));
   }
-  norm = register_module("norm", RMSNorm(args_.dim, args_.norm_eps, options));
-  if (!args_.tie_embeddings) {
-    output = register_module("output", Linear(args_.dim, args_.vocab_size, options));
+  if (args_.tie_embeddings && part.embedding != part.output) {
+    throw ConfigError("a model with tied embeddings cannot put its embedding and its output in "
+                      "different model parts");
+  }
+  inv_freq_ = rope_inv_freq(args_.rope());
+  const double out_std = 1.0 / std::sqrt(double(args_.dim));
+  constexpr double kCutoff = 3.0;
+  auto classifier_rule =
+      InitRule::trunc_normal(0.0, out_std, -kCutoff * out_std, kCutoff * out_std);
+  if (part.embedding) {
+    tok_embeddings =
+        register_module("tok_embeddings", Embedding(args_.vocab_size, args_.dim, options));
+    tok_embeddings->init = args_.tie_embeddings ? classifier_rule : InitRule::normal(0.0, 1.0);
+  }
+  std::vector<std::pair<std::string, std::shared_ptr<torch::nn::Module>>> blocks;
+  for (int64_t i = part.first_layer; i < end; ++i) {
+    blocks.emplace_back(std::to_string(i), TransformerBlock(i, args_, options).ptr());
+  }
+  layers = register_module("layers", torch::nn::ModuleDict(blocks));
+  if (part.output) {
+    norm = register_module("norm", RMSNorm(args_.dim, args_.norm_eps, options));
+    if (!args_.tie_embeddings) {
+      output = register_module("output", Linear(args_.dim, args_.vocab_size, options));
+      output->init = classifier_rule;
+    }
   }
 }
 
-torch::Tensor Transformer::forward_impl(const torch::Tensor& tokens) {
-  auto h = tok_embeddings(tokens);  // h: [B, S, dim]
+torch::Tensor Transformer::forward_impl(const torch::Tensor& input) {
+  auto h = tok_embeddings ? tok_embeddings(input) : input;  // h: [B, S, dim]
   const auto rope_dtype = h.scalar_type() == torch::kFloat64 ? torch::kFloat64 : torch::kFloat32;
   torch::Tensor cos, sin;  // [S, Dh] each
-  std::tie(cos, sin) = rope_cos_sin(inv_freq_, tokens.size(1), rope_dtype, h.device());
-  for (size_t i = 0; i < layers->size(); ++i) {
-    auto* block = layers[i]->as<TransformerBlockImpl>();
+  std::tie(cos, sin) = rope_cos_sin(inv_freq_, input.size(1), rope_dtype, h.device());
+  for (const auto& [layer_id, module] : blocks()) {
+    auto* block = module->as<TransformerBlockImpl>();
     // Captured by value: activation checkpointing calls the block again during backward.
-    h = run_block(static_cast<int64_t>(i), h, [block, cos, sin](const torch::Tensor& x) {
+    h = run_block(layer_id, h, [block, cos, sin](const torch::Tensor& x) {
       return block->forward(x, cos, sin);  // [B, S, dim]
     });
   }
+  if (!norm) return h;
   h = classifier_hooks.on_input(norm(h));  // h: [B, S, dim]
   auto logits = output ? output(h) : torch::linear(h, tok_embeddings->weight);  // [B, S, vocab]
   return classifier_hooks.on_output(logits);
 }
 
-void Transformer::init_weights(uint64_t seed) {
-  auto gen = seeded_generator(seed);
-  if (!args_.tie_embeddings) {
-    init_normal_(tok_embeddings->weight, 0.0, 1.0, gen);
+std::vector<BlockRef> Transformer::blocks() {
+  std::vector<BlockRef> out;
+  for (const auto& [key, module] : layers->items()) {
+    out.push_back({module->as<TransformerBlockImpl>()->layer_id, module.get()});
   }
-  for (const auto& layer : *layers) {
-    layer->as<TransformerBlockImpl>()->init_weights(gen);
-  }
-  norm->reset_parameters();
-  const double out_std = 1.0 / std::sqrt(double(args_.dim));
-  constexpr double kCutoff = 3.0;
-  const auto& classifier = output ? output->weight : tok_embeddings->weight;
-  init_trunc_normal_(classifier, 0.0, out_std, -kCutoff * out_std, kCutoff * out_std, gen);
+  return out;
+}
+
+int64_t Transformer::flops_per_token(int64_t seq_len) {
+  const ModelShape s = shape();
+  const int64_t q = s.n_heads * s.head_dim, kv = s.n_kv_heads * s.head_dim;
+  const int64_t block = 2 * s.dim * q + 2 * s.dim * kv + 3 * s.dim * s.ffn_hidden_dim +
+                        2 * s.dim + (s.qk_norm ? 2 * s.head_dim : 0);
+  const int64_t non_embedding =
+      s.n_layers * block + s.dim + (args_.tie_embeddings ? 0 : s.vocab_size * s.dim);
+  return 6 * non_embedding + 12 * s.n_layers * s.n_heads * s.head_dim * seq_len;
 }
 
 ModelShape Transformer::shape() const {

@@ -21,32 +21,41 @@ namespace titan::models {
 class Transformer : public CausalLM {
  public:
   /// Parameters are allocated uninitialised (norms excepted: ones) with `options`' dtype and
-  /// device; torch::kMeta gives a shape-only model for parameter and FLOP counts.
-  /// Throws ConfigError naming the field for non-positive sizes, an odd head_dim or heads
-  /// that do not group evenly.
+  /// device; torch::kMeta gives a shape-only model for parameter and FLOP counts, or one that
+  /// parallelisms shard before each rank allocates its pieces. Init rules are TorchTitan's:
+  /// tok_embeddings ~ N(0, 1); each block as TransformerBlock's; norm to ones; output ~
+  /// trunc_normal(0, dim^-0.5) cut at +-3 std. When tied, the shared matrix gets the output
+  /// rule (TorchTitan initialises the output last, overwriting the embedding's draw).
+  /// `part` selects the pieces this model holds (the whole model by default).
+  /// Throws ConfigError naming the field for non-positive sizes, an odd head_dim, heads that
+  /// do not group evenly, a layer range outside [0, n_layers), or tied embeddings split from
+  /// the output.
   explicit Transformer(const TransformerArgs& args,
-                       const torch::TensorOptions& options = torch::TensorOptions());
+                       const torch::TensorOptions& options = torch::TensorOptions(),
+                       const PartRange& part = PartRange());
 
-  /// tokens: [B, S] int64 -> logits [B, S, vocab] in the parameters' dtype (this rank's vocab
-  /// columns under loss parallelism). Positions 0..S-1.
-  torch::Tensor forward_impl(const torch::Tensor& tokens) override;
-  /// TorchTitan's init_weights: tok_embeddings ~ N(0, 1); each block as
-  /// TransformerBlock::init_weights; norm to ones; output ~ trunc_normal(0, dim^-0.5) cut at
-  /// +-3 std. When tied, the shared matrix gets the output rule (TorchTitan initialises the
-  /// output last, overwriting the embedding's draw). Deterministic in `seed`.
-  void init_weights(uint64_t seed) override;
-  torch::nn::ModuleList blocks() override { return layers; }
+  /// tokens: [B, S] int64 (or hidden states [B, S, dim] without the embedding) -> logits
+  /// [B, S, vocab] in the parameters' dtype (this rank's vocab columns under loss
+  /// parallelism), or hidden states [B, S, dim] without the output. Positions 0..S-1.
+  torch::Tensor forward_impl(const torch::Tensor& input) override;
+  std::vector<BlockRef> blocks() override;
   ModelShape shape() const override;
-  int64_t num_embedding_params() override { return tok_embeddings->weight.numel(); }
+  int64_t num_embedding_params() override {
+    return tok_embeddings ? tok_embeddings->weight.numel() : 0;
+  }
+  /// TorchTitan's dense count: 6 x the whole model's non-embedding parameters (with tied
+  /// embeddings the shared matrix counts as the embedding) + 12 x layers x heads x head_dim x
+  /// seq_len for attention.
+  int64_t flops_per_token(int64_t seq_len) override;
 
   const TransformerArgs& args() const { return args_; }
   /// RoPE frequencies: [head_dim/2] float64 on the CPU (rope_inv_freq of args().rope()).
   const torch::Tensor& inv_freq() const { return inv_freq_; }
 
-  Embedding tok_embeddings{nullptr};
-  torch::nn::ModuleList layers{nullptr};  // TransformerBlock each
-  RMSNorm norm{nullptr};
-  Linear output{nullptr};  // null when args().tie_embeddings
+  Embedding tok_embeddings{nullptr};  // null in a part without the embedding
+  torch::nn::ModuleDict layers{nullptr};  // TransformerBlock each, keyed by global layer id
+  RMSNorm norm{nullptr};     // null in a part without the output
+  Linear output{nullptr};    // null when args().tie_embeddings or in a part without the output
   /// Run on the final norm's output and on the logits (tensor parallelism: gather the
   /// sequence, keep vocab-parallel logits or gather them).
   ModuleHooks classifier_hooks;

@@ -14,7 +14,7 @@ constexpr double kTruncHigh = 2.0;
 
 TransformerBlockImpl::TransformerBlockImpl(int64_t layer_id, const TransformerArgs& args,
                                            const torch::TensorOptions& options)
-    : layer_id(layer_id), n_layers(args.n_layers), depth_init(args.depth_init) {
+    : layer_id(layer_id) {
   AttentionOptions attn;
   attn.dim = args.dim;
   attn.n_heads = args.n_heads;
@@ -27,30 +27,24 @@ TransformerBlockImpl::TransformerBlockImpl(int64_t layer_id, const TransformerAr
   feed_forward = register_module("feed_forward", FeedForward(args.dim, args.ffn_hidden(), options));
   attention_norm = register_module("attention_norm", RMSNorm(args.dim, args.norm_eps, options));
   ffn_norm = register_module("ffn_norm", RMSNorm(args.dim, args.norm_eps, options));
+
+  const double depth = args.depth_init ? double(layer_id + 1) : double(args.n_layers);
+  const auto in_rule = InitRule::trunc_normal(0.0, kInitStd, kTruncLow, kTruncHigh);
+  const auto out_rule =
+      InitRule::trunc_normal(0.0, kInitStd / std::sqrt(2.0 * depth), kTruncLow, kTruncHigh);
+  for (auto* m : {attention->wq.get(), attention->wk.get(), attention->wv.get(),
+                  feed_forward->w1.get()}) {
+    m->init = in_rule;
+  }
+  for (auto* m : {attention->wo.get(), feed_forward->w2.get(), feed_forward->w3.get()}) {
+    m->init = out_rule;
+  }
 }
 
 torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
                                             const torch::Tensor& sin) {
   auto h = x + attention->forward(attention_norm(x), cos, sin);  // h: [B, S, dim]
   return h + feed_forward(ffn_norm(h));                          // [B, S, dim]
-}
-
-void TransformerBlockImpl::init_weights(at::Generator& gen) {
-  const double depth = depth_init ? double(layer_id + 1) : double(n_layers);
-  const double out_std = kInitStd / std::sqrt(2.0 * depth);
-  attention_norm->reset_parameters();
-  ffn_norm->reset_parameters();
-  if (attention->options.qk_norm) {
-    attention->q_norm->reset_parameters();
-    attention->k_norm->reset_parameters();
-  }
-  for (auto* w : {&attention->wq->weight, &attention->wk->weight, &attention->wv->weight}) {
-    init_trunc_normal_(*w, 0.0, kInitStd, kTruncLow, kTruncHigh, gen);
-  }
-  init_trunc_normal_(attention->wo->weight, 0.0, out_std, kTruncLow, kTruncHigh, gen);
-  init_trunc_normal_(feed_forward->w1->weight, 0.0, kInitStd, kTruncLow, kTruncHigh, gen);
-  init_trunc_normal_(feed_forward->w2->weight, 0.0, out_std, kTruncLow, kTruncHigh, gen);
-  init_trunc_normal_(feed_forward->w3->weight, 0.0, out_std, kTruncLow, kTruncHigh, gen);
 }
 
 }  // namespace titan::models

@@ -8,7 +8,6 @@
 
 #include "titan/models/common/attention.h"
 #include "titan/models/common/feed_forward.h"
-#include "titan/models/common/init.h"
 #include "titan/models/common/rmsnorm.h"
 #include "titan/models/common/transformer_args.h"
 
@@ -16,22 +15,17 @@ namespace titan::models {
 
 class TransformerBlockImpl : public torch::nn::Module {
  public:
-  /// Block `layer_id` (0-based; it sets the depth-scaled init std) of a model shaped by `args`,
-  /// parameters uninitialised on `options`' device.
+  /// Block `layer_id` (0-based) of a model shaped by `args`, parameters uninitialised on
+  /// `options`' device, with TorchTitan's init rules: norms to ones; wq, wk, wv, w1 ~
+  /// trunc_normal(0, 0.02, [-2, 2]); wo, w2, w3 ~ trunc_normal(0, std, [-2, 2]) with
+  /// std = 0.02 / sqrt(2 * (layer_id + 1)) when args.depth_init, else 0.02 / sqrt(2 * n_layers).
   TransformerBlockImpl(int64_t layer_id, const TransformerArgs& args,
                        const torch::TensorOptions& options);
 
   /// x: [B, S, dim]; cos, sin: [S, head_dim] -> [B, S, dim].
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
 
-  /// TorchTitan's init: norms to ones; wq, wk, wv, w1 ~ trunc_normal(0, 0.02, [-2, 2]);
-  /// wo, w2, w3 ~ trunc_normal(0, std, [-2, 2]) with std = 0.02 / sqrt(2 * (layer_id + 1))
-  /// when args.depth_init, else 0.02 / sqrt(2 * n_layers).
-  void init_weights(at::Generator& gen);
-
   int64_t layer_id;
-  int64_t n_layers;
-  bool depth_init;
   Attention attention{nullptr};
   FeedForward feed_forward{nullptr};
   RMSNorm attention_norm{nullptr};

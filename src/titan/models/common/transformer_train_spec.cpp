@@ -5,7 +5,6 @@
 
 #include "titan/errors.h"
 #include "titan/models/common/hf_adapter.h"
-#include "titan/models/common/tensor_parallel_plan.h"
 #include "titan/models/common/transformer.h"
 
 namespace titan::models {
@@ -23,7 +22,8 @@ TransformerArgs find_flavor(const FlavorTable& table, const std::string& family,
 
 train::TrainSpec transformer_train_spec(const std::string& family, const FlavorTable& flavors,
                                         std::vector<std::string> hf_model_types,
-                                        const std::string& hf_architecture, bool qk_norm) {
+                                        const std::string& hf_architecture, bool qk_norm,
+                                        train::TrainSpec::ParallelizeFn parallelize) {
   train::TrainSpec spec;
   spec.name = family;
   for (const auto& [name, args] : flavors) spec.flavors.push_back(name);
@@ -44,9 +44,7 @@ train::TrainSpec transformer_train_spec(const std::string& family, const FlavorT
   };
   spec.to_hf = [](CausalLM& model) { return to_hf_state_dict(model); };
   spec.from_hf = [](CausalLM& model, const train::StateDict& hf) { load_hf_state_dict(model, hf); };
-  spec.apply_tensor_parallel = [](CausalLM& model, distributed::TensorParallel& tp) {
-    apply_tensor_parallel(dynamic_cast<Transformer&>(model), tp);
-  };
+  spec.parallelize = std::move(parallelize);
   return spec;
 }
 

@@ -22,8 +22,10 @@ TransformerArgs find_flavor(const FlavorTable& table, const std::string& family,
 /// A TrainSpec named `family` whose models are Transformers of `flavors`, or shaped by a
 /// Hugging Face config.json (args_from_hf_config with `qk_norm`) of one of `hf_model_types`.
 /// Exports write config.json as `hf_architecture` of hf_model_types[0] (hf_config_from_args).
+/// `parallelize` is the family's parallelize_<family>.
 train::TrainSpec transformer_train_spec(const std::string& family, const FlavorTable& flavors,
                                         std::vector<std::string> hf_model_types,
-                                        const std::string& hf_architecture, bool qk_norm);
+                                        const std::string& hf_architecture, bool qk_norm,
+                                        train::TrainSpec::ParallelizeFn parallelize);
 
 }  // namespace titan::models

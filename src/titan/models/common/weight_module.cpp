@@ -21,4 +21,12 @@ std::vector<WeightModule*> weight_modules(torch::nn::Module& root,
   return out;
 }
 
+std::map<std::string, WeightModule*> weight_modules_by_name(torch::nn::Module& root) {
+  std::map<std::string, WeightModule*> out;
+  for (const auto& item : root.named_modules("", /*include_self=*/false)) {
+    if (auto* w = dynamic_cast<WeightModule*>(item.value().get())) out[item.key() + ".weight"] = w;
+  }
+  return out;
+}
+
 }  // namespace titan::models

@@ -1,5 +1,7 @@
 #include "titan/models/llama3/train_spec.h"
 
+#include "titan/models/llama3/parallelize.h"
+
 namespace titan::models::llama3 {
 namespace {
 
@@ -62,7 +64,7 @@ const FlavorTable& flavors() {
 
 train::TrainSpec train_spec() {
   return transformer_train_spec("llama3", flavors(), {"llama"}, "LlamaForCausalLM",
-                                /*qk_norm=*/false);
+                                /*qk_norm=*/false, parallelize_llama3);
 }
 
 }  // namespace titan::models::llama3

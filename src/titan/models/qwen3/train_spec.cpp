@@ -1,5 +1,7 @@
 #include "titan/models/qwen3/train_spec.h"
 
+#include "titan/models/qwen3/parallelize.h"
+
 namespace titan::models::qwen3 {
 namespace {
 
@@ -37,7 +39,7 @@ const FlavorTable& flavors() {
 
 train::TrainSpec train_spec() {
   return transformer_train_spec("qwen3", flavors(), {"qwen3"}, "Qwen3ForCausalLM",
-                                /*qk_norm=*/true);
+                                /*qk_norm=*/true, parallelize_qwen3);
 }
 
 }  // namespace titan::models::qwen3

@@ -174,8 +174,51 @@ TEST_F(Safetensors, HeaderNotJson) {
 }
 
 TEST_F(Safetensors, HeaderNotAnObject) {
-  EXPECT_NE(error_of(raw_file("arr.safetensors", "[1, 2]", 0)).find("expected a JSON object"),
+  EXPECT_NE(error_of(raw_file("arr.safetensors", "[1, 2]", 0)).find("must start with '{'"),
             std::string::npos);
+  EXPECT_NE(error_of(raw_file("space.safetensors", " {}", 0)).find("must start with '{'"),
+            std::string::npos);
+}
+
+// What the format forbids and Hugging Face's reader rejects (issue 12): every case names the
+// file and, where there is one, the tensor.
+TEST_F(Safetensors, ByteRangesMustTileTheDataSection) {
+  auto overlap = error_of(raw_file("overlap.safetensors",
+                                   R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
+                                   R"("b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+                                   12));
+  EXPECT_NE(overlap.find("overlap.safetensors: tensor 'b'"), std::string::npos) << overlap;
+  EXPECT_NE(overlap.find("overlap tensor 'a'"), std::string::npos) << overlap;
+  auto hole = error_of(raw_file("hole.safetensors",
+                                R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                                R"("b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+                                12));
+  EXPECT_NE(hole.find("tensor 'b'"), std::string::npos) << hole;
+  EXPECT_NE(hole.find("bytes [4, 8)"), std::string::npos) << hole;
+  auto trailing = error_of(raw_file("trailing.safetensors",
+                                    R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})",
+                                    9));
+  EXPECT_NE(trailing.find("trailing.safetensors"), std::string::npos) << trailing;
+  EXPECT_NE(trailing.find("5 trailing bytes"), std::string::npos) << trailing;
+}
+
+TEST_F(Safetensors, MetadataValuesMustBeStrings) {
+  auto msg = error_of(raw_file("meta.safetensors", R"({"__metadata__":{"format":1}})", 0));
+  EXPECT_NE(msg.find("meta.safetensors"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("__metadata__ 'format' must be a string"), std::string::npos) << msg;
+}
+
+TEST_F(Safetensors, AcceptsWhatTheFormatAllows) {
+  // No tensors; a zero-size tensor between two others; a header of unaligned length.
+  EXPECT_TRUE(read_safetensors(raw_file("none.safetensors", R"({"__metadata__":{}})", 0)).empty());
+  auto t = read_safetensors(raw_file("zero.safetensors",
+                                     R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                                     R"("z":{"dtype":"F32","shape":[0,3],"data_offsets":[4,4]},)"
+                                     R"("b":{"dtype":"I8","shape":[3],"data_offsets":[4,7]}})",
+                                     7));
+  EXPECT_EQ(t.size(), 3u);
+  EXPECT_EQ(t.at("z").sizes(), (std::vector<int64_t>{0, 3}));
+  EXPECT_EQ(t.at("b").numel(), 3);
 }
 
 TEST_F(Safetensors, EntryWithoutShape) {

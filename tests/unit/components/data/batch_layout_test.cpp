@@ -19,7 +19,8 @@ TEST(BatchLayout, OrdinalFollowsTheDocumentedFormula) {
   // G = 24 = b 2 x dp 3 x A 4; step 5, microbatch 2, rank 1, row 1: 5*24 + 2*3*2 + 1*2 + 1.
   BatchLayout layout(2, 24, 1, 3);
   EXPECT_EQ(layout.accumulation_steps(), 4);
-  EXPECT_EQ(layout.ordinal(5, 2, 1), 5 * 24 + 12 + 2 + 1);
+  EXPECT_EQ(layout.ordinal(5 * 24, 2, 1), 5 * 24 + 12 + 2 + 1);
+  EXPECT_EQ(layout.ordinal(7, 0, 0), 7 + 2);  // after 7 samples (another batch size before)
 }
 
 TEST(BatchLayout, EveryPositionOfAStepIsTakenExactlyOnce) {
@@ -32,7 +33,7 @@ TEST(BatchLayout, EveryPositionOfAStepIsTakenExactlyOnce) {
         BatchLayout layout(b, G, rank, dp);
         ASSERT_EQ(layout.accumulation_steps(), accumulation);
         for (int64_t m = 0; m < accumulation; ++m) {
-          for (int64_t row = 0; row < b; ++row) ++taken[layout.ordinal(3, m, row) - 3 * G];
+          for (int64_t row = 0; row < b; ++row) ++taken[layout.ordinal(3 * G, m, row) - 3 * G];
         }
       }
       for (int count : taken) {

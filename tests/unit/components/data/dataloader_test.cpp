@@ -75,21 +75,21 @@ TEST_F(PackingTest, WithoutBosDocumentsAreSeparatedByEosOnly) {
 TEST_F(PackingTest, RunningOutOfDataStartsOverFromSampleZero) {
   const DataLoader loader(tiny(dir_, dir_ / "d.jsonl", 2, 3), tok_);  // N = 4, G = 3
   using Rows = std::vector<std::vector<int64_t>>;
-  // Step 1 takes ordinals 3, 4, 5 = samples 3, 0, 1.
-  EXPECT_EQ(rows(loader.get(1, 0).input), (Rows{{'d', 'e'}, {256, 'a'}, {'b', 257}}));
+  // Step 1 (after 3 samples) takes ordinals 3, 4, 5 = samples 3, 0, 1.
+  EXPECT_EQ(rows(loader.get(3, 0).input), (Rows{{'d', 'e'}, {256, 'a'}, {'b', 257}}));
   EXPECT_EQ(loader.epoch(0), 0);
-  EXPECT_EQ(loader.epoch(1), 0);  // starts in epoch 0, ends in epoch 1
-  EXPECT_EQ(loader.epoch(2), 1);  // ordinals 6..8
-  EXPECT_EQ(loader.epoch(4), 3);  // ordinals 12..14
-  EXPECT_TRUE(torch::equal(loader.get(4, 0).input, loader.get(0, 0).input));  // 12 = 3 x 4
+  EXPECT_EQ(loader.epoch(3), 0);   // step 1 starts in epoch 0, ends in epoch 1
+  EXPECT_EQ(loader.epoch(6), 1);   // step 2: ordinals 6..8
+  EXPECT_EQ(loader.epoch(12), 3);  // step 4: ordinals 12..14
+  EXPECT_TRUE(torch::equal(loader.get(12, 0).input, loader.get(0, 0).input));  // 12 = 3 x 4
 }
 
-TEST_F(PackingTest, BatchesArePureFunctionsOfTheStep) {
+TEST_F(PackingTest, BatchesArePureFunctionsOfTheConsumedSamples) {
   const DataLoader loader(tiny(dir_, dir_ / "d.jsonl", 2, 2), tok_);
-  const Batch later = loader.get(7, 0);
+  const Batch later = loader.get(14, 0);
   loader.get(0, 0);
-  EXPECT_TRUE(torch::equal(loader.get(7, 0).input, later.input));
-  EXPECT_TRUE(torch::equal(loader.get(7, 0).label, later.label));
+  EXPECT_TRUE(torch::equal(loader.get(14, 0).input, later.input));
+  EXPECT_TRUE(torch::equal(loader.get(14, 0).label, later.label));
   EXPECT_THROW(loader.get(-1, 0), std::out_of_range);
   EXPECT_THROW(loader.get(0, 1), std::out_of_range);
 }
@@ -158,7 +158,7 @@ TEST(DataLoaderLayout, GlobalBatchIsIndependentOfDpDegreeAndAccumulation) {
         ASSERT_LT(loader.num_samples(), G * steps) << "the steps should wrap around";
         for (int64_t step = 0; step < steps; ++step) {
           for (int64_t m = 0; m < accumulation; ++m) {
-            const Batch batch = loader.get(step, m);
+            const Batch batch = loader.get(step * G, m);
             const auto inputs = rows(batch.input);
             const auto labels = rows(batch.label);
             for (size_t i = 0; i < inputs.size(); ++i) {

@@ -28,5 +28,18 @@ TEST(Utf8, ReportsTheFirstBadByte) {
   EXPECT_EQ(find_invalid_utf8(std::string("nul\0ok", 6)), std::nullopt);  // NUL is valid
 }
 
+// Hugging Face's decode replaces what is not UTF-8 (Rust's from_utf8_lossy): one U+FFFD per
+// maximal subpart, and the exact bytes stay available through Tokenizer::decode (issue 12).
+TEST(Utf8, LossyReplacesEachMaximalSubpart) {
+  const std::string r = "\xEF\xBF\xBD";  // U+FFFD
+  EXPECT_EQ(utf8_lossy("caf\xC3\xA9 \xF0\x9F\x98\x80"), "caf\xC3\xA9 \xF0\x9F\x98\x80");
+  EXPECT_EQ(utf8_lossy("ok \xE2\x82"), "ok " + r);               // cut inside a character
+  EXPECT_EQ(utf8_lossy("\xF0\x9F\x98"), r);                      // 3 of 4 bytes
+  EXPECT_EQ(utf8_lossy("a\xE2\x82" "b"), "a" + r + "b");          // cut, then more text
+  EXPECT_EQ(utf8_lossy("\xC0\x80"), r + r);                       // overlong: byte by byte
+  EXPECT_EQ(utf8_lossy("\xED\xA0\x80"), r + r + r);              // surrogate
+  EXPECT_EQ(utf8_lossy("x\xFFy\x80"), "x" + r + "y" + r);
+}
+
 }  // namespace
 }  // namespace titan::components::data

@@ -36,5 +36,15 @@ TEST(ByteTokenizer, DecodeDropsBosEosAndRejectsOtherIds) {
   EXPECT_THROW(tok->decode({-1}), DataError);
 }
 
+// Ids that end inside a character: decode keeps the exact bytes, decode_text (what `generate`
+// prints) shows U+FFFD as Hugging Face does, instead of writing invalid UTF-8 (issue 12).
+TEST(ByteTokenizer, DecodeTextReplacesACutCharacter) {
+  auto tok = load_tokenizer("byte");
+  const std::vector<int32_t> cut = {104, 105, 0xE2, 0x82};  // "hi" + 2 of the 3 bytes of U+20AC
+  EXPECT_EQ(tok->decode(cut), "hi\xE2\x82");
+  EXPECT_EQ(tok->decode_text(cut), "hi\xEF\xBF\xBD");
+  EXPECT_EQ(tok->decode_text({104, 0xE2, 0x82, 0xAC}), "h\xE2\x82\xAC");
+}
+
 }  // namespace
 }  // namespace titan::components

@@ -56,13 +56,14 @@ TEST(RMSNorm, Bfloat16InputKeepsItsDtype) {
             2e-2);
 }
 
-TEST(RMSNorm, ResetSetsOnes) {
+TEST(RMSNorm, StartsAtOnesAndInitialisesToOnes) {
   RMSNorm norm(4, 1e-5, torch::TensorOptions());
+  EXPECT_TRUE(torch::equal(norm->weight, torch::ones({4})));
   {
     torch::NoGradGuard g;
     norm->weight.fill_(3.0);
   }
-  norm->reset_parameters();
+  init_rows(norm->weight, 0, "norm.weight", norm->init, 0);
   EXPECT_TRUE(torch::equal(norm->weight, torch::ones({4})));
 }
 

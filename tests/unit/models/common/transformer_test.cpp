@@ -1,5 +1,6 @@
-// The Transformer: TorchTitan names, tying, parameter counts, and init_weights (deterministic
-// under the seed; the stds and bounds of TorchTitan's init).
+// The Transformer: TorchTitan names, tying, parameter counts, init_weights (deterministic
+// under the seed; the stds and bounds of TorchTitan's init), and model parts (pipeline stages:
+// blocks keyed by global layer id, the same weights and the same output as the whole model).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -38,7 +39,7 @@ TEST(Transformer, NamesFollowTorchTitan) {
   EXPECT_EQ(std::vector<std::string>(names.begin(), names.begin() + 10), first);
   EXPECT_EQ(names[names.size() - 2], "norm.weight");
   EXPECT_EQ(names.back(), "output.weight");
-  EXPECT_EQ(model.blocks()->size(), 3u);
+  EXPECT_EQ(model.blocks().size(), 3u);
 }
 
 TEST(Transformer, TiedModelHasOneClassifierMatrix) {
@@ -75,7 +76,7 @@ TEST(Transformer, InitStdsFollowTorchTitan) {
   model.init_weights(7);
   EXPECT_NEAR(std_of(model.tok_embeddings->weight), 1.0, 0.02);
   for (int64_t l = 0; l < args.n_layers; ++l) {
-    auto& block = *model.layers[l]->as<TransformerBlockImpl>();
+    auto& block = *model.layers[std::to_string(l)]->as<TransformerBlockImpl>();
     const double depth_std = 0.02 / std::sqrt(2.0 * (l + 1));
     EXPECT_NEAR(std_of(block.attention->wq->weight) / 0.02, 1.0, 0.02) << l;
     EXPECT_NEAR(std_of(block.attention->wk->weight) / 0.02, 1.0, 0.02) << l;
@@ -116,6 +117,40 @@ TEST(Transformer, InvalidArgsNameTheField) {
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("n_heads"), std::string::npos) << e.what();
   }
+}
+
+TEST(Transformer, PartsComputeTheWholeModel) {
+  auto args = small_args(false);
+  Transformer whole(args);
+  Transformer first(args, torch::TensorOptions(), PartRange{0, 2, true, false});
+  Transformer last(args, torch::TensorOptions(), PartRange{2, -1, false, true});
+  for (auto* m : {&whole, &first, &last}) m->init_weights(11);
+  EXPECT_FALSE(first.norm);
+  EXPECT_FALSE(last.tok_embeddings);
+  ASSERT_EQ(last.blocks().size(), 1u);
+  EXPECT_EQ(last.blocks()[0].layer_id, 2);
+  // Each part's parameters are the whole model's of the same name, initialised identically.
+  auto all = whole.named_parameters();
+  size_t count = 0;
+  for (auto* part : {&first, &last}) {
+    for (const auto& p : part->named_parameters()) {
+      ASSERT_NE(all.find(p.key()), nullptr) << p.key();
+      EXPECT_TRUE(torch::equal(p.value(), all[p.key()])) << p.key();
+      ++count;
+    }
+  }
+  EXPECT_EQ(count, all.size());
+  auto tokens = torch::tensor({{5, 17, 256, 2999, 0, 42}}, torch::kInt64);
+  auto hidden = first.forward(tokens);  // [1, 6, dim]
+  EXPECT_EQ(hidden.sizes(), (std::vector<int64_t>{1, 6, args.dim}));
+  EXPECT_TRUE(torch::equal(last.forward(hidden), whole.forward(tokens)));
+}
+
+TEST(Transformer, TiedEmbeddingsStayInOnePart) {
+  EXPECT_THROW(Transformer(small_args(true), torch::TensorOptions(), PartRange{0, 2, true, false}),
+               ConfigError);
+  EXPECT_THROW(Transformer(small_args(false), torch::TensorOptions(), PartRange{2, 5, false, true}),
+               ConfigError);
 }
 
 }  // namespace

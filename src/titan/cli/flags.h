@@ -1,0 +1,53 @@
+// The one parser of the utility subcommands' flags (generate, convert, tokenize, compare):
+// `--key value`, `--key=value`, bare `--switch`, positional arguments where the command takes
+// them, and `--help` / `-h`. Bad usage is a ConfigError (exit code 2) naming the command and
+// the flag, followed by the command's usage text.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "titan/cli/commands.h"
+
+namespace titan::cli {
+
+struct FlagSpec {
+  std::string command;              // "generate"
+  std::vector<std::string> valued;  // flags that take a value, without "--"
+  std::vector<std::string> switches;  // flags that take none
+  size_t max_positionals = 0;
+  std::string usage;
+};
+
+class Flags {
+ public:
+  /// Parses `args` against `spec`; `help` is set (and nothing else checked) when the first
+  /// argument is --help or -h.
+  static Flags parse(const FlagSpec& spec, const Args& args);
+
+  bool help() const { return help_; }
+  bool has(const std::string& key) const { return values_.count(key) || switches_.count(key); }
+  std::optional<std::string> get(const std::string& key) const;
+  /// The value of `key`; ConfigError naming it when missing or empty.
+  const std::string& required(const std::string& key) const;
+  /// `key` as an integer / a finite number, or `fallback` when absent; ConfigError naming the
+  /// flag and the text otherwise.
+  int64_t get_int(const std::string& key, int64_t fallback) const;
+  double get_double(const std::string& key, double fallback) const;
+  const std::vector<std::string>& positionals() const { return positionals_; }
+  /// A ConfigError for this command: "<command>: <message>" and the usage text.
+  [[noreturn]] void fail(const std::string& message) const;
+
+ private:
+  const FlagSpec* spec_ = nullptr;
+  bool help_ = false;
+  std::map<std::string, std::string> values_;
+  std::set<std::string> switches_;
+  std::vector<std::string> positionals_;
+};
+
+}  // namespace titan::cli

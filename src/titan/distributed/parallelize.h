@@ -1,0 +1,26 @@
+// The apply_* steps a family's parallelize function (TrainSpec::parallelize) calls, in
+// TorchTitan's order, that are not the family's own plan: tensor parallelism's switch and
+// FSDP / HSDP / DDP. (Activation checkpointing: activation_checkpoint.h; a family's tensor-
+// parallel plan: e.g. models/common/tensor_parallel_plan.h.)
+#pragma once
+
+#include "titan/config/job_config.h"
+#include "titan/distributed/device_mesh.h"
+#include "titan/distributed/model_part.h"
+#include "titan/distributed/parallel_dims.h"
+
+namespace titan::distributed {
+
+/// Turns tensor parallelism on for `part` over the mesh's tp group, with sequence and loss
+/// parallelism as `parallelism` says; returns it for the family's plan.
+TensorParallel& enable_tensor_parallel(ModelPart& part, const DeviceMesh& mesh,
+                                       const config::ParallelismSection& parallelism);
+
+/// Shards `part`'s parameters over the mesh's dp_shard_cp group, all-reducing gradients across
+/// dp_replicate (HSDP); a shard group of one rank is DDP across the replicas, and a world of
+/// one is plain training. Parameters are gathered in training.mixed_precision_param when they
+/// are sharded (as TorchTitan), gradients reduced in float32. Call last.
+void apply_fsdp(ModelPart& part, const ParallelDims& dims, const DeviceMesh& mesh,
+                const config::JobConfig& job);
+
+}  // namespace titan::distributed
