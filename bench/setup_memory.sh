@@ -18,14 +18,14 @@ trap 'rm -rf "$tmp"' EXIT
 echo "== llama3 3B, FSDP 4, seed checkpoint (setup only)"
 start=$(date +%s)
 NGPU=4 OMP_NUM_THREADS=1 LOG_RANK=all "$titan" launch --module llama3 --config llama3_debugmodel \
-  --model.flavor 3B --training.seq_len 2048 --checkpoint.enable \
+  --model.flavor 3B --training.seq_len 2048 --checkpoint.enable --checkpoint.last_save_model_only \
   --checkpoint.create_seed_checkpoint --job.dump_folder "$tmp/3b" > "$tmp/3b.out" 2>&1 ||
   { tail -20 "$tmp/3b.out"; exit 1; }
 printf "%-6s %18s %18s %14s\n" "rank" "shard GiB" "peak live GiB" "peak RSS GiB"
 for r in 0 1 2 3; do
   grep -o 'peak live tensors [0-9.]* GiB, peak RSS [0-9.]* GiB; this rank.s parameters [0-9.]* GiB' \
     "$tmp/3b/logs/rank_$r.log" |
-    awk -v r="$r" '{printf "%-6s %18s %18s %14s\n", r, $12, $4, $8}'
+    awk -v r="$r" '{printf "%-6s %18s %18s %14s\n", r, $13, $4, $8}'
 done
 echo "whole model: $(grep -o 'Model llama3 3B: [0-9,]* parameters' "$tmp/3b/logs/rank_0.log")" \
   "($(( $(date +%s) - start )) s)"

@@ -22,6 +22,7 @@
 #include <regex>
 
 #include "support/process.h"
+#include "support/skip.h"
 #include "support/training.h"
 #include "titan/components/checkpoint/checkpoint_metadata.h"
 #include "titan/components/checkpoint/shard_reader.h"
@@ -174,7 +175,7 @@ std::pair<double, double> expect_same_steps(const std::vector<nlohmann::json>& t
 }
 
 TEST(PytorchParity, SameWeightsAndBatchesGiveSameLossesGradientsAndWeights) {
-  if (!have_torch()) GTEST_SKIP() << kNoTorch;
+  if (!have_torch()) TITAN_SKIP_OR_FAIL(kNoTorch);
   const fs::path dir = testing::make_temp_dir("titan_parity");
   const auto [seed, tokens] = seed_checkpoint(dir);
   ASSERT_FALSE(HasFailure());
@@ -234,7 +235,7 @@ TEST(PytorchParity, SameWeightsAndBatchesGiveSameLossesGradientsAndWeights) {
 // Two data-parallel ranks, as bench/run_throughput.sh runs them: titan's default FSDP and the
 // reference's DistributedDataParallel split each step's batch alike and give the same losses.
 TEST(PytorchParity, TwoDataParallelRanksGiveSameLosses) {
-  if (!have_torch()) GTEST_SKIP() << kNoTorch;
+  if (!have_torch()) TITAN_SKIP_OR_FAIL(kNoTorch);
   const fs::path dir = testing::make_temp_dir("titan_parity_dp");
   const auto [seed, tokens] = seed_checkpoint(dir);
   ASSERT_FALSE(HasFailure());

@@ -1,11 +1,12 @@
 // Tensor parallelism is validated as users validate a new layout: against the 1D FSDP baseline
 // with tokens per step held fixed (global batch 8 x seq_len 32), through `titan compare --rtol
-// 1e-4` over 20 steps. llama3 and qwen3 debug models, fp32, the same data; TP 2, TP 4,
-// TP 2 x FSDP 2 and TP 2 x HSDP 2x2 (8 ranks), each with sequence and loss parallelism on and
-// off. Beyond compare's tolerance, the losses must agree within 1e-5 and the first step's
-// gradient norm (same weights, same batch) within 1e-6: only the summation order differs, and a
-// misplaced gradient (e.g. a replicated norm weight reduced into the wrong parameter) shows
-// there long before 1e-4.
+// 1e-4` (losses and gradient norms) over 10 steps. llama3 and qwen3 debug models, fp32, the same
+// data; TP 2, TP 4 and TP 2 x FSDP 2, each with sequence and loss parallelism on and off, and TP
+// 2 x HSDP 2x2 (8 ranks) once. Beyond compare's tolerance, losses and gradient norms must agree
+// within 1e-5 and the first step's gradient norm (same weights, same batch) within 1e-6: only
+// the summation order differs, and a misplaced gradient (e.g. a replicated norm weight reduced
+// into the wrong parameter) shows there long before 1e-4. Each layout must also hold its share
+// of the per-rank training state (a plan that left the weights whole would not).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -25,21 +26,20 @@ TrainRun run(const std::string& model, int ngpu, const std::string& args) {
   auto r = train("NGPU=" + std::to_string(ngpu),
                  "--module " + model + " --config " + model + "_debugmodel " +
                      "--training.seq_len 32 --training.global_batch_size 8 "
-                     "--lr_scheduler.warmup_steps 2 --training.steps 20 " + args);
+                     "--lr_scheduler.warmup_steps 2 --training.steps 10 " + args);
   EXPECT_EQ(r.command.exit_code, 0) << r.command.output;
-  EXPECT_EQ(r.records.size(), 20u) << r.command.output;
+  EXPECT_EQ(r.records.size(), 10u) << r.command.output;
   return r;
 }
 
-void expect_matches_baseline(const TrainRun& fsdp, const TrainRun& other, const std::string& what) {
+// `other` matches the FSDP 2 baseline and holds `state_fraction` of its per-rank state.
+void expect_matches_baseline(const TrainRun& fsdp, const TrainRun& other, double state_fraction,
+                             const std::string& what) {
+  testing::expect_state_fraction(fsdp, other, state_fraction, what);
   auto compare = run_command(titan_binary() + " compare " + fsdp.dump.string() + " " +
                              other.dump.string() + " --rtol 1e-4");
   EXPECT_EQ(compare.exit_code, 0) << what << "\n" << compare.output;
-  auto a = fsdp.losses(), b = other.losses();
-  ASSERT_EQ(a.size(), b.size()) << what;
-  for (size_t s = 0; s < a.size(); ++s) {
-    EXPECT_NEAR(b[s], a[s], 1e-5 * a[s]) << what << " step " << s + 1;
-  }
+  testing::expect_same_curves(fsdp, other, 1e-5, what);
   double g0 = fsdp.records[0]["grad_norm"].get<double>();
   double g1 = other.records[0]["grad_norm"].get<double>();
   EXPECT_NEAR(g1, g0, 1e-6 * g0) << what << ": step 1 gradient norm";
@@ -53,17 +53,21 @@ TEST_P(TensorParallelLayouts, MatchTheFsdpBaseline) {
   const auto& [model, flags] = GetParam();
   auto fsdp = run(model, 2, "--training.local_batch_size 4");
   const std::string tp2 = "--parallelism.tensor_parallel_degree 2 " + flags;
-  expect_matches_baseline(fsdp, run(model, 2, "--training.local_batch_size 8 " + tp2), "TP 2");
+  expect_matches_baseline(fsdp, run(model, 2, "--training.local_batch_size 8 " + tp2), 1.0,
+                          "TP 2");
   expect_matches_baseline(fsdp,
                           run(model, 4, "--training.local_batch_size 8 "
                                         "--parallelism.tensor_parallel_degree 4 " + flags),
-                          "TP 4");
-  expect_matches_baseline(fsdp, run(model, 4, "--training.local_batch_size 4 " + tp2),
+                          0.5, "TP 4");
+  expect_matches_baseline(fsdp, run(model, 4, "--training.local_batch_size 4 " + tp2), 0.5,
                           "TP 2 x FSDP 2");
-  expect_matches_baseline(fsdp,
-                          run(model, 8, "--training.local_batch_size 2 "
-                                        "--parallelism.data_parallel_replicate_degree 2 " + tp2),
-                          "TP 2 x HSDP 2x2");
+  if (model == "llama3" && flags.empty()) {  // 8 ranks: once
+    expect_matches_baseline(fsdp,
+                            run(model, 8, "--training.local_batch_size 2 "
+                                          "--parallelism.data_parallel_replicate_degree 2 " +
+                                          tp2),
+                            0.5, "TP 2 x HSDP 2x2");
+  }
 }
 
 const char* kPlainTp = "--parallelism.disable_sequence_parallel --parallelism.disable_loss_parallel";

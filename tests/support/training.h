@@ -2,8 +2,13 @@
 // step logged; returns the command's output and the metrics.jsonl records.
 #pragma once
 
-#include <fstream>
+#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <regex>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -16,12 +21,65 @@ struct TrainRun {
   std::vector<nlohmann::json> records;  // metrics.jsonl, one per step
   std::filesystem::path dump;
 
-  std::vector<double> losses() const {
+  std::vector<double> losses() const { return series("loss"); }
+  std::vector<double> grad_norms() const { return series("grad_norm"); }
+  std::vector<double> series(const char* key) const {
     std::vector<double> out;
-    for (const auto& r : records) out.push_back(r["loss"].get<double>());
+    for (const auto& r : records) out.push_back(r[key].get<double>());
     return out;
   }
 };
+
+/// MiB of parameters, gradients and optimizer state rank 0 holds ("Per-rank training state").
+struct StateMiB {
+  double params = 0, grads = 0, optimizer = 0;
+};
+
+inline StateMiB state_mib(const TrainRun& r) {
+  static const std::regex line(
+      "parameters ([0-9.]+) MiB, gradients ([0-9.]+) MiB, optimizer ([0-9.]+) MiB");
+  std::smatch m;
+  StateMiB out;
+  EXPECT_TRUE(std::regex_search(r.command.output, m, line)) << r.command.output;
+  if (m.size() == 4) out = {std::stod(m[1]), std::stod(m[2]), std::stod(m[3])};
+  return out;
+}
+
+/// Layouts must be shown to shard: rank 0 of `other` holds `fraction` of the parameter,
+/// gradient and optimizer bytes rank 0 of `ref` holds, within 2% (FSDP's padding rows and
+/// tensor parallelism's replicated norms add a little). A run where every rank kept the whole
+/// model would pass every parity check but this one.
+inline void expect_state_fraction(const TrainRun& ref, const TrainRun& other, double fraction,
+                                  const std::string& what) {
+  const StateMiB a = state_mib(ref), b = state_mib(other);
+  for (auto [name, x, y] : {std::tuple<const char*, double, double>{"parameters", a.params,
+                                                                    b.params},
+                            {"gradients", a.grads, b.grads},
+                            {"optimizer", a.optimizer, b.optimizer}}) {
+    EXPECT_GE(y, 0.99 * fraction * x) << what << ": " << name << " MiB per rank";
+    EXPECT_LE(y, 1.02 * fraction * x) << what << ": " << name << " MiB per rank";
+  }
+}
+
+/// The layout parity check: `other` logged the steps `ref` did, and every step's loss and
+/// gradient norm lie within `rtol` (relative; 0: bit-equal) of `ref`'s. The gradient norm is
+/// compared because AdamW is invariant to a constant gradient scale: a gradient averaged where
+/// it should be summed leaves the losses unchanged (as `titan compare` checks both).
+inline void expect_same_curves(const TrainRun& ref, const TrainRun& other, double rtol,
+                               const std::string& what) {
+  for (const char* key : {"loss", "grad_norm"}) {
+    auto a = ref.series(key), b = other.series(key);
+    ASSERT_EQ(a.size(), b.size()) << what << ": steps logged\n" << other.command.output;
+    for (size_t s = 0; s < a.size(); ++s) {
+      if (rtol == 0) {
+        EXPECT_EQ(b[s], a[s]) << what << ": " << key << " at step " << s + 1;
+      } else {
+        EXPECT_NEAR(b[s], a[s], rtol * std::abs(a[s])) << what << ": " << key << " at step "
+                                                       << s + 1;
+      }
+    }
+  }
+}
 
 inline std::string shakespeare() {
   return std::string(TITAN_SHARED_DATA) + "/corpora/tinyshakespeare.txt";

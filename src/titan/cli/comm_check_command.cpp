@@ -16,8 +16,7 @@ int comm_check_command(const Args& args) {
   int fail_rank = fail_env ? std::atoi(fail_env) : -1;
   auto job = config::resolve(config::parse_command_line(args));
   auto info = distributed::WorldInfo::from_env();
-  log::init(fmt::format("{}/logs/rank_{}.log", job.job.dump_folder, info.rank), info.rank == 0,
-            "");
+  log::init_rank(job.job.dump_folder, info.rank, info.world_size);
   distributed::CommTimeouts timeouts{std::chrono::seconds(job.comm.init_timeout_seconds),
                                      std::chrono::seconds(job.comm.train_timeout_seconds)};
   auto world = distributed::World::join(info, timeouts);

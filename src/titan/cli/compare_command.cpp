@@ -17,15 +17,18 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kCompareUsage =
-    "Usage: titan compare DIR_A DIR_B [--rtol R] [--force] [--plot FILE]\n"
-    "Compares the per-step losses of two runs (their metrics.jsonl), A being the baseline.\n"
+    "Usage: titan compare DIR_A DIR_B [--rtol R] [--grad_rtol G] [--force] [--plot FILE]\n"
+    "Compares the per-step losses and gradient norms of two runs (their metrics.jsonl), A being\n"
+    "the baseline: AdamW hides a wrong gradient scale from the loss, not from the gradient norm.\n"
     "Refuses runs with different tokens per step, tokenizer or dataset files (run_manifest.json)\n"
     "unless --force. Writes both loss curves as SVG to FILE (default DIR_B/loss_compare.svg).\n"
-    "  --rtol R   relative tolerance |loss_B - loss_A| / |loss_A| (default 1e-4)\n"
+    "  --rtol R       relative tolerance |loss_B - loss_A| / |loss_A| (default 1e-4)\n"
+    "  --grad_rtol G  the same for grad_norm (default: R)\n"
     "Exit code: 0 within tolerance, 1 diverged, 2 bad input.\n";
 
 const FlagSpec& compare_flags() {
-  static const FlagSpec spec{"compare", {"rtol", "plot"}, {"force"}, 2, kCompareUsage};
+  static const FlagSpec spec{"compare", {"rtol", "grad_rtol", "plot"}, {"force"}, 2,
+                             kCompareUsage};
   return spec;
 }
 
@@ -35,24 +38,35 @@ std::string folder_name(const fs::path& dir) {
   return p.filename().string();
 }
 
-void print_comparison(const tools::LossComparison& c, std::ostream& out) {
-  out << fmt::format("{:>8}  {:>14}  {:>14}  {:>10}\n", "step", "loss A", "loss B", "rel diff");
+void print_comparison(const tools::RunComparison& c, std::ostream& out) {
+  constexpr const char* kRow = "{:>8}  {:>14}  {:>14}  {:>10}  {:>12}  {:>12}  {:>10}{}{}\n";
+  out << fmt::format(kRow, "step", "loss A", "loss B", "rel diff", "grad_norm A", "grad_norm B",
+                     "rel diff", "", "");
   for (const auto& d : c.steps) {
-    out << fmt::format("{:>8}  {:>14.8f}  {:>14.8f}  {:>10.3e}{}\n", d.step, d.loss_a, d.loss_b,
-                       d.rel_diff, d.rel_diff <= c.rtol ? "" : "  > rtol");
+    out << fmt::format(kRow, d.a.step, fmt::format("{:.8f}", d.a.loss),
+                       fmt::format("{:.8f}", d.b.loss), fmt::format("{:.3e}", d.loss_rel_diff),
+                       fmt::format("{:.6f}", d.a.grad_norm), fmt::format("{:.6f}", d.b.grad_norm),
+                       fmt::format("{:.3e}", d.grad_norm_rel_diff),
+                       d.loss_rel_diff <= c.rtol ? "" : "  loss > rtol",
+                       d.grad_norm_rel_diff <= c.grad_rtol ? "" : "  grad_norm > grad_rtol");
   }
   out << fmt::format("compared {} step(s) logged by both runs", c.steps.size());
   if (c.only_in_a + c.only_in_b > 0) {
     out << fmt::format(" ({} logged by A only, {} by B only, not compared)", c.only_in_a,
                        c.only_in_b);
   }
-  out << fmt::format("\nmax relative difference: {:.3e} at step {}\n", c.max_rel_diff,
-                     c.max_rel_diff_step);
+  out << fmt::format("\nmax relative difference: loss {:.3e} at step {}, grad_norm {:.3e} at "
+                     "step {}\n",
+                     c.max_loss_diff.value, c.max_loss_diff.step, c.max_grad_norm_diff.value,
+                     c.max_grad_norm_diff.step);
   if (c.within_tolerance()) {
-    out << fmt::format("within tolerance: every compared step is within rtol {:g}\n", c.rtol);
+    out << fmt::format("within tolerance: every compared step is within rtol {:g} (loss) and "
+                       "{:g} (grad_norm)\n",
+                       c.rtol, c.grad_rtol);
   } else {
-    out << fmt::format("DIVERGED: first step past rtol {:g} is step {}\n", c.rtol,
-                       *c.first_bad_step);
+    out << fmt::format("DIVERGED: first step past rtol {:g} (loss) or {:g} (grad_norm) is step "
+                       "{}\n",
+                       c.rtol, c.grad_rtol, *c.first_bad_step);
   }
 }
 
@@ -62,8 +76,8 @@ void write_plot(const tools::RunRecord& a, const tools::RunRecord& b, const fs::
   std::vector<tools::PlotSeries> series(2);
   series[0].label = label_a + " (A)";
   series[1].label = label_b + " (B)";
-  for (const auto& p : a.losses) series[0].points.emplace_back(p.step, p.loss);
-  for (const auto& p : b.losses) series[1].points.emplace_back(p.step, p.loss);
+  for (const auto& p : a.points) series[0].points.emplace_back(p.step, p.loss);
+  for (const auto& p : b.points) series[1].points.emplace_back(p.step, p.loss);
   std::ofstream file(path);
   file << tools::loss_plot_svg(series, "loss: " + label_a + " vs " + label_b);
   if (!file.flush()) throw DataError(fmt::format("cannot write the plot to {}", path.string()));
@@ -80,7 +94,8 @@ int compare_command(const Args& args) {
   const auto& dirs = flags.positionals();
   if (dirs.size() != 2) flags.fail(fmt::format("give two run folders, got {}", dirs.size()));
   const double rtol = flags.get_double("rtol", 1e-4);
-  if (rtol < 0) flags.fail(fmt::format("--rtol must be >= 0, got {}", rtol));
+  const double grad_rtol = flags.get_double("grad_rtol", rtol);
+  if (rtol < 0 || grad_rtol < 0) flags.fail("--rtol and --grad_rtol must be >= 0");
   const bool force = flags.has("force");
   try {
     auto a = tools::read_run(dirs[0]);
@@ -92,11 +107,11 @@ int compare_command(const Args& args) {
                                m.value_a, b.folder.string(), m.value_b);
     }
     if (!mismatches.empty() && !force) {
-      std::cerr << "titan compare: the losses of these runs are not comparable; pass --force to "
+      std::cerr << "titan compare: the curves of these runs are not comparable; pass --force to "
                    "compare them anyway\n";
       return 2;
     }
-    auto comparison = tools::compare_losses(a, b, rtol);
+    auto comparison = tools::compare_runs(a, b, rtol, grad_rtol);
     std::cout << fmt::format("A (baseline): {}\nB:            {}\n", a.folder.string(),
                              b.folder.string());
     print_comparison(comparison, std::cout);

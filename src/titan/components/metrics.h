@@ -30,8 +30,8 @@ struct StepMetrics {
 std::string format_step_line(const StepMetrics& m);
 
 /// Writes step lines to the log and, when `jsonl_path` is non-empty, one JSON object per
-/// record to it (keys step, loss, grad_norm, lr, tps, tflops, mfu, memory_gib, tokens_seen, consumed_samples,
-/// step_time_s, data_time_s). A resumed run appends.
+/// record to it (keys step, loss, grad_norm, lr, tps, tflops, mfu, memory_gib, tokens_seen,
+/// consumed_samples, step_time_s, data_time_s). A resumed run appends.
 class MetricsLogger {
  public:
   explicit MetricsLogger(const std::string& jsonl_path);

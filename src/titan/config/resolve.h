@@ -18,8 +18,8 @@ struct CommandLine {
 };
 
 /// Splits `args` (no program name). Accepts `--a.b v`, `--a.b=v`, bare `--a.b` (boolean true),
-/// `--a.no_b` (boolean false) and `--help` / `-h`. Throws ConfigError for an unknown key (with the closest
-/// valid one) or a stray positional argument.
+/// `--a.no_b` (boolean false) and `--help` / `-h`. Throws ConfigError for an unknown key (with
+/// the closest valid one) or a stray positional argument.
 CommandLine parse_command_line(const std::vector<std::string>& args);
 
 /// Applies TOML `text` (from `source`, a file name or "named config X") to `config`.

@@ -70,7 +70,9 @@ struct RecomputeFn : public torch::autograd::Function<RecomputeFn> {
   static variable_list backward(AutogradContext* ctx, variable_list grad_out) {
     const auto& fn = platform::saved_state<models::ElementwiseOp::Fn>(ctx);
     std::vector<torch::Tensor> inputs;
-    for (const auto& t : ctx->get_saved_variables()) inputs.push_back(t.detach().requires_grad_(true));
+    for (const auto& t : ctx->get_saved_variables()) {
+      inputs.push_back(t.detach().requires_grad_(true));
+    }
     torch::Tensor out;
     {
       torch::AutoGradMode enable(true);

@@ -46,7 +46,8 @@ torch::Tensor scatter_sum(const torch::Tensor& x, int64_t dim, ProcessGroup& gro
 int64_t wrap_dim(int64_t dim, const torch::Tensor& x) { return dim < 0 ? dim + x.dim() : dim; }
 
 struct CopyToRegion : public torch::autograd::Function<CopyToRegion> {
-  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const GroupState& group) {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x,
+                               const GroupState& group) {
     platform::save_state(ctx, group);
     return x.view_as(x);
   }
@@ -95,7 +96,8 @@ struct ReduceScatterAlong : public torch::autograd::Function<ReduceScatterAlong>
 };
 
 struct GatherLastDim : public torch::autograd::Function<GatherLastDim> {
-  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const GroupState& group) {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x,
+                               const GroupState& group) {
     platform::save_state(ctx, group);
     ctx->saved_data["n"] = x.size(-1);
     return gather(x, x.dim() - 1, *group->value,

@@ -5,7 +5,9 @@
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
 #include <filesystem>
+#include <sstream>
 #include <memory>
 
 namespace titan::log {
@@ -44,6 +46,19 @@ std::shared_ptr<spdlog::logger>& logger() {
   return instance;
 }
 
+// LOG_RANK: "0" (default), "0,3", or "all".
+bool rank_logs_to_console(int rank) {
+  const char* env = std::getenv("LOG_RANK");
+  std::string spec = env ? env : "0";
+  if (spec == "all") return true;
+  std::stringstream ss(spec);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    if (item == std::to_string(rank)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 void init(const std::string& log_file, bool to_console, const std::string& rank_prefix) {
@@ -62,6 +77,11 @@ void init(const std::string& log_file, bool to_console, const std::string& rank_
   auto l = std::make_shared<spdlog::logger>("titan", sinks.begin(), sinks.end());
   l->flush_on(spdlog::level::info);
   logger() = l;
+}
+
+void init_rank(const std::string& dump_folder, int rank, int world_size) {
+  init(fmt::format("{}/logs/rank_{}.log", dump_folder, rank), rank_logs_to_console(rank),
+       world_size > 1 ? fmt::format("[rank{}]:", rank) : "");
 }
 
 void info(const std::string& message) { logger()->info(message); }

@@ -14,6 +14,11 @@ namespace titan::log {
 /// Safe to call again (the new sinks replace the old ones).
 void init(const std::string& log_file, bool to_console, const std::string& rank_prefix);
 
+/// init() for one rank of a `world_size`-rank run: <dump_folder>/logs/rank_<rank>.log, echoed to
+/// the console when LOG_RANK selects the rank ("0", the default; "0,3"; "all"), with a
+/// "[rank<r>]:" prefix when the world has several ranks.
+void init_rank(const std::string& dump_folder, int rank, int world_size);
+
 /// Writes one INFO / WARNING / ERROR line.
 void info(const std::string& message);
 void warn(const std::string& message);

@@ -23,37 +23,43 @@ std::ifstream open_input(const fs::path& path) {
   return in;
 }
 
-// metrics.jsonl: one object per line. nlohmann writes a NaN loss as null, so null reads back
-// as NaN (a diverged step), not as a malformed record.
-std::vector<LossPoint> read_losses(const fs::path& path) {
+// A record's numeric field; nlohmann writes NaN as null, so null reads back as NaN (a diverged
+// step), not as a malformed record.
+double number_field(const nlohmann::json& record, const char* key, const std::string& where) {
+  if (!record.contains(key)) {
+    throw DataError(fmt::format("{}: the record has no \"{}\"", where, key));
+  }
+  const auto& v = record[key];
+  if (!v.is_number() && !v.is_null()) {
+    throw DataError(fmt::format("{}: \"{}\" must be a number", where, key));
+  }
+  return v.is_null() ? std::numeric_limits<double>::quiet_NaN() : v.get<double>();
+}
+
+// metrics.jsonl: one object per line.
+std::vector<StepPoint> read_points(const fs::path& path) {
   std::ifstream in = open_input(path);
-  std::map<int64_t, double> by_step;
+  std::map<int64_t, StepPoint> by_step;
   std::string line;
   for (int64_t line_no = 1; std::getline(in, line); ++line_no) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    auto where = [&] { return fmt::format("{}:{}", path.string(), line_no); };
+    const std::string where = fmt::format("{}:{}", path.string(), line_no);
     nlohmann::json record;
     try {
       record = nlohmann::json::parse(line);
     } catch (const nlohmann::json::parse_error& e) {
-      throw DataError(fmt::format("{}: not valid JSON ({})", where(), e.what()));
+      throw DataError(fmt::format("{}: not valid JSON ({})", where, e.what()));
     }
     if (!record.is_object() || !record.contains("step") || !record["step"].is_number_integer()) {
-      throw DataError(fmt::format("{}: expected a JSON object with an integer \"step\"", where()));
+      throw DataError(fmt::format("{}: expected a JSON object with an integer \"step\"", where));
     }
-    if (!record.contains("loss")) {
-      throw DataError(fmt::format("{}: the record has no \"loss\"", where()));
-    }
-    const auto& loss = record["loss"];
-    if (!loss.is_number() && !loss.is_null()) {
-      throw DataError(fmt::format("{}: \"loss\" must be a number", where()));
-    }
-    by_step[record["step"].get<int64_t>()] =
-        loss.is_null() ? std::numeric_limits<double>::quiet_NaN() : loss.get<double>();
+    const int64_t step = record["step"].get<int64_t>();
+    by_step[step] = {step, number_field(record, "loss", where),
+                     number_field(record, "grad_norm", where)};
   }
   if (by_step.empty()) throw DataError(fmt::format("{}: no metrics records", path.string()));
-  std::vector<LossPoint> points;
-  for (const auto& [step, value] : by_step) points.push_back({step, value});
+  std::vector<StepPoint> points;
+  for (const auto& [step, point] : by_step) points.push_back(point);
   return points;
 }
 
@@ -105,7 +111,7 @@ RunRecord read_run(const fs::path& folder) {
   }
   RunRecord run;
   run.folder = folder;
-  run.losses = read_losses(folder / "metrics.jsonl");
+  run.points = read_points(folder / "metrics.jsonl");
   run.manifest = read_manifest(folder / "run_manifest.json");
   return run;
 }
@@ -145,23 +151,29 @@ double relative_difference(double a, double b) {
   return std::abs(b - a) / std::abs(a);
 }
 
-LossComparison compare_losses(const RunRecord& a, const RunRecord& b, double rtol) {
-  LossComparison c;
+RunComparison compare_runs(const RunRecord& a, const RunRecord& b, double rtol,
+                           double grad_rtol) {
+  RunComparison c;
   c.rtol = rtol;
+  c.grad_rtol = grad_rtol;
+  const auto& pa = a.points;
+  const auto& pb = b.points;
+  auto track = [](MaxDiff& max, double diff, int64_t step, bool first) {
+    if (first || diff > max.value) max = {diff, step};
+  };
   size_t i = 0, j = 0;
-  while (i < a.losses.size() || j < b.losses.size()) {
-    if (j == b.losses.size() || (i < a.losses.size() && a.losses[i].step < b.losses[j].step)) {
+  while (i < pa.size() || j < pb.size()) {
+    if (j == pb.size() || (i < pa.size() && pa[i].step < pb[j].step)) {
       ++c.only_in_a, ++i;
-    } else if (i == a.losses.size() || b.losses[j].step < a.losses[i].step) {
+    } else if (i == pa.size() || pb[j].step < pa[i].step) {
       ++c.only_in_b, ++j;
     } else {
-      StepDiff d{a.losses[i].step, a.losses[i].loss, b.losses[j].loss,
-                 relative_difference(a.losses[i].loss, b.losses[j].loss)};
-      if (!c.first_bad_step && !(d.rel_diff <= rtol)) c.first_bad_step = d.step;
-      if (c.steps.empty() || d.rel_diff > c.max_rel_diff) {
-        c.max_rel_diff = d.rel_diff;
-        c.max_rel_diff_step = d.step;
-      }
+      StepDiff d{pa[i], pb[j], relative_difference(pa[i].loss, pb[j].loss),
+                 relative_difference(pa[i].grad_norm, pb[j].grad_norm)};
+      const bool bad = !(d.loss_rel_diff <= rtol) || !(d.grad_norm_rel_diff <= grad_rtol);
+      if (!c.first_bad_step && bad) c.first_bad_step = d.a.step;
+      track(c.max_loss_diff, d.loss_rel_diff, d.a.step, c.steps.empty());
+      track(c.max_grad_norm_diff, d.grad_norm_rel_diff, d.a.step, c.steps.empty());
       c.steps.push_back(d);
       ++i, ++j;
     }

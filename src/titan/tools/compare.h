@@ -1,6 +1,9 @@
-// Step-by-step loss comparison of two training runs: the validation workflow that trusts a new
-// parallel layout by matching its loss curve against the 1D FSDP baseline trained at the same
-// tokens per step on the same data. `titan compare` (cli/compare_command.cpp) wraps it.
+// Step-by-step comparison of two training runs' losses and gradient norms: the validation
+// workflow that trusts a new parallel layout by matching its curves against the 1D FSDP baseline
+// trained at the same tokens per step on the same data. Both are compared because AdamW is
+// invariant to a constant gradient scale: a gradient averaged where it should be summed leaves
+// the losses unchanged and shows only in the gradient norm. `titan compare`
+// (cli/compare_command.cpp) wraps it.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -13,24 +16,26 @@
 
 namespace titan::tools {
 
-/// One record of metrics.jsonl: the optimizer step and its loss (mean cross-entropy, nats).
-struct LossPoint {
+/// One record of metrics.jsonl: the optimizer step, its loss (mean cross-entropy, nats) and its
+/// gradient norm (before clipping).
+struct StepPoint {
   int64_t step = 0;
   double loss = 0;
+  double grad_norm = 0;
 };
 
 /// What a comparison needs of one run's dump folder.
 struct RunRecord {
   std::filesystem::path folder;
   /// Ascending by step. A step logged twice (a resumed run appends) keeps its last record.
-  std::vector<LossPoint> losses;
+  std::vector<StepPoint> points;
   nlohmann::json manifest;  // run_manifest.json
 };
 
 /// Reads `folder`/metrics.jsonl and `folder`/run_manifest.json.
 /// Throws DataError naming the path when the folder or a file is missing or unreadable, naming
 /// file and line (1-based) when a line of metrics.jsonl is not a JSON object with an integer
-/// "step" and a numeric "loss", and when metrics.jsonl holds no record at all.
+/// "step" and a numeric "loss" and "grad_norm", and when metrics.jsonl holds no record at all.
 RunRecord read_run(const std::filesystem::path& folder);
 
 /// A reason two runs' losses cannot be compared: the manifest field and both runs' values.
@@ -52,26 +57,32 @@ double relative_difference(double a, double b);
 
 /// One step both runs logged.
 struct StepDiff {
-  int64_t step = 0;
-  double loss_a = 0;
-  double loss_b = 0;
-  double rel_diff = 0;  // relative_difference(loss_a, loss_b)
+  StepPoint a, b;
+  double loss_rel_diff = 0;       // relative_difference(a.loss, b.loss)
+  double grad_norm_rel_diff = 0;  // relative_difference(a.grad_norm, b.grad_norm)
 };
 
-struct LossComparison {
-  double rtol = 0;
-  std::vector<StepDiff> steps;          // the steps both runs logged, ascending
-  std::optional<int64_t> first_bad_step;  // first step whose rel_diff exceeds rtol
-  double max_rel_diff = 0;
-  int64_t max_rel_diff_step = 0;
+/// The largest relative difference of one quantity and the step it was seen at.
+struct MaxDiff {
+  double value = 0;
+  int64_t step = 0;
+};
+
+struct RunComparison {
+  double rtol = 0;       // for the loss
+  double grad_rtol = 0;  // for the gradient norm
+  std::vector<StepDiff> steps;            // the steps both runs logged, ascending
+  std::optional<int64_t> first_bad_step;  // first step past rtol or grad_rtol
+  MaxDiff max_loss_diff, max_grad_norm_diff;
   int64_t only_in_a = 0;  // steps logged by one run only (not compared)
   int64_t only_in_b = 0;
 
   bool within_tolerance() const { return !first_bad_step.has_value(); }
 };
 
-/// Compares the losses of the steps both runs logged against relative tolerance `rtol`.
-/// Throws DataError naming both folders when they share no logged step.
-LossComparison compare_losses(const RunRecord& a, const RunRecord& b, double rtol);
+/// Compares the losses (against relative tolerance `rtol`) and the gradient norms (against
+/// `grad_rtol`) of the steps both runs logged. Throws DataError naming both folders when they
+/// share no logged step.
+RunComparison compare_runs(const RunRecord& a, const RunRecord& b, double rtol, double grad_rtol);
 
 }  // namespace titan::tools

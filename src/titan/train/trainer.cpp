@@ -323,9 +323,8 @@ void Trainer::save_checkpoint(int64_t step, bool last) {
       {"lr_scheduler", {{"step", step}}},
       {"dataloader", {{"consumed_samples", consumed_samples_}, {"seq_len", seq_len}}}};
   const bool model_only = last && job_.checkpoint.last_save_model_only;
-  checkpoint_->save(step, model_state(false),
-                    model_only ? components::checkpoint::ShardedStateDict{} : optimizer_state(false),
-                    state, config::to_toml(job_), last);
+  auto optimizer = model_only ? components::checkpoint::ShardedStateDict{} : optimizer_state(false);
+  checkpoint_->save(step, model_state(false), optimizer, state, config::to_toml(job_), last);
 }
 
 void Trainer::train() {

@@ -59,8 +59,9 @@ class Trainer {
   /// returns the first step to train.
   int64_t resume();
   /// The samples a checkpointed run consumed, from its saved state (checkpoints older than
-  /// consumed_samples: tokens_seen / seq_len; 0 when the dataloader state is excluded). Throws ConfigError naming both values when
-  /// training.seq_len differs from the checkpoint's, as the position cannot carry over exactly.
+  /// consumed_samples: tokens_seen / seq_len; 0 when the dataloader state is excluded).
+  /// Throws ConfigError naming both values when training.seq_len differs from the
+  /// checkpoint's, as the position cannot carry over exactly.
   int64_t restore_data_position(const nlohmann::json& state, const std::string& path) const;
   /// Saves checkpoint `step` (this rank's shards and state); the `last` one model-only when
   /// checkpoint.last_save_model_only (as TorchTitan, also for the seed checkpoint).

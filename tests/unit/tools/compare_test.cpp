@@ -1,5 +1,5 @@
-// titan compare on synthetic run folders: the library (reading, compatibility, tolerance) and
-// the command's exit codes, messages and plot.
+// titan compare on synthetic run folders: the library (reading, compatibility, tolerances on the
+// loss and the gradient norm) and the command's exit codes, messages and plot.
 #include "titan/tools/compare.h"
 
 #include <gtest/gtest.h>
@@ -18,6 +18,7 @@ using testing::run_command;
 
 struct FakeRun {
   std::vector<double> losses;  // steps 1, 2, ...
+  double grad_scale = 1.0;     // grad_norm of step s = grad_scale / s
   int64_t tokens_per_step = 2048;
   std::string tokenizer = "byte";
   std::string sha256 = "ab12";
@@ -29,7 +30,10 @@ fs::path write_run(const fs::path& root, const std::string& name, const FakeRun&
   fs::create_directories(dir);
   std::ofstream metrics(dir / "metrics.jsonl");
   for (size_t i = 0; i < run.losses.size(); ++i) {
-    metrics << nlohmann::json{{"step", i + 1}, {"loss", run.losses[i]}, {"grad_norm", 1.0}}.dump()
+    metrics << nlohmann::json{{"step", i + 1},
+                              {"loss", run.losses[i]},
+                              {"grad_norm", run.grad_scale / double(i + 1)}}
+                   .dump()
             << "\n";
   }
   nlohmann::json manifest = {
@@ -86,11 +90,30 @@ TEST_F(CompareTest, OneStepOffByMoreThanRtolDivergesAndNamesTheStep) {
   auto b = write_run(root_, "runB", off);
   auto r = compare(a, b, "--plot " + (root_ / "p.svg").string());
   EXPECT_EQ(r.exit_code, 1) << r.output;
-  EXPECT_NE(r.output.find("first step past rtol 0.0001 is step 3"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("first step past rtol 0.0001 (loss) or 0.0001 (grad_norm) is step 3"),
+            std::string::npos)
+      << r.output;
   EXPECT_TRUE(fs::exists(root_ / "p.svg"));
   EXPECT_FALSE(fs::exists(b / "loss_compare.svg"));
   // A looser tolerance accepts the same runs.
   EXPECT_EQ(compare(a, b, "--rtol=2e-3").exit_code, 0);
+}
+
+// A gradient scaled by a constant (e.g. averaged where it should be summed) leaves AdamW's
+// losses unchanged: only the gradient norm shows it, with its own tolerance.
+TEST_F(CompareTest, AGradientNormOffWithEqualLossesDiverges) {
+  FakeRun scaled{kLosses};
+  scaled.grad_scale = 0.5;
+  auto a = write_run(root_, "runA", {kLosses});
+  auto b = write_run(root_, "runB", scaled);
+  auto r = compare(a, b);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("grad_norm > grad_rtol"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("is step 1"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("grad_norm 5.000e-01 at step 1"), std::string::npos) << r.output;
+  EXPECT_EQ(compare(a, b, "--grad_rtol 0.6").exit_code, 0);
+  EXPECT_EQ(compare(a, b, "--rtol 0.6").exit_code, 0);  // --grad_rtol defaults to --rtol
+  EXPECT_EQ(compare(a, b, "--rtol 0.6 --grad_rtol 1e-4").exit_code, 1);
 }
 
 TEST_F(CompareTest, DifferentTokensPerStepIsRefusedUnlessForced) {
@@ -157,7 +180,7 @@ TEST_F(CompareTest, BadInputExitsTwo) {
 TEST_F(CompareTest, NoCommonStepIsAnError) {
   auto a = write_run(root_, "runA", {kLosses});
   auto b = write_run(root_, "runB", {kLosses});
-  std::ofstream(b / "metrics.jsonl") << "{\"step\": 100, \"loss\": 1.0}\n";
+  std::ofstream(b / "metrics.jsonl") << "{\"step\": 100, \"loss\": 1.0, \"grad_norm\": 1.0}\n";
   auto r = compare(a, b);
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("no logged step in common"), std::string::npos) << r.output;
@@ -177,19 +200,22 @@ TEST_F(CompareTest, ComparesOnlyCommonStepsAndKeepsTheLastRecordOfAStep) {
   auto b = write_run(root_, "runB", {{7.5, 6.25, 5.125}});
   // A resumed run logs step 3 again: the later record wins. A NaN loss is written as null.
   std::ofstream(b / "metrics.jsonl", std::ios::app)
-      << "{\"step\": 3, \"loss\": 5.0}\n{\"step\": 7, \"loss\": null}\n";
+      << "{\"step\": 3, \"loss\": 5.0, \"grad_norm\": 0.25}\n"
+      << "{\"step\": 7, \"loss\": null, \"grad_norm\": null}\n";
   auto run_b = tools::read_run(b);
-  ASSERT_EQ(run_b.losses.size(), 4u);
-  EXPECT_EQ(run_b.losses[2].loss, 5.0);
-  EXPECT_TRUE(std::isnan(run_b.losses[3].loss));
-  auto c = tools::compare_losses(tools::read_run(a), run_b, 1e-4);
+  ASSERT_EQ(run_b.points.size(), 4u);
+  EXPECT_EQ(run_b.points[2].loss, 5.0);
+  EXPECT_EQ(run_b.points[2].grad_norm, 0.25);
+  EXPECT_TRUE(std::isnan(run_b.points[3].loss));
+  auto c = tools::compare_runs(tools::read_run(a), run_b, 1e-4, 1e-4);
   ASSERT_EQ(c.steps.size(), 3u);
   EXPECT_EQ(c.only_in_a, 2);
   EXPECT_EQ(c.only_in_b, 1);
   ASSERT_TRUE(c.first_bad_step.has_value());
   EXPECT_EQ(*c.first_bad_step, 3);
-  EXPECT_EQ(c.max_rel_diff_step, 3);
-  EXPECT_NEAR(c.max_rel_diff, 0.125 / 5.125, 1e-12);
+  EXPECT_EQ(c.max_loss_diff.step, 3);
+  EXPECT_NEAR(c.max_loss_diff.value, 0.125 / 5.125, 1e-12);
+  EXPECT_NEAR(c.max_grad_norm_diff.value, (1.0 / 3.0 - 0.25) / (1.0 / 3.0), 1e-12);
 }
 
 }  // namespace

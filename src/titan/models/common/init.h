@@ -1,15 +1,17 @@
 // Seeded parameter initialisation, one rule per parameter (TorchTitan's init_weights), drawn
-// the same way whatever part of the parameter a rank holds. Every parameter has its own CPU
-// generator seeded from training.seed and its fully qualified name, and its values are drawn
-// row-major over the whole (unsharded) tensor in row chunks: a rank that holds rows [r0, r1)
-// draws rows [0, r1) chunk by chunk and keeps its own, so the full weights are bit-identical
-// under every layout while no rank ever holds more than its rows plus one chunk, and a rank
-// draws nothing for a parameter it does not hold.
+// the same way whatever part of the parameter a rank holds. Element i (row-major in the whole,
+// unsharded parameter) of parameter `name` is a pure function of (training.seed, name, i): a
+// counter-based generator (Philox4x32-10, Salmon et al. 2011, "Parallel Random Numbers: As Easy
+// as 1, 2, 3") gives its uniform, and the inverse normal CDF its value. So the full weights are
+// bit-identical under every layout and on every device, a rank draws exactly the elements it
+// holds (setup time and memory scale with its shard: its pieces plus one chunk), and nothing
+// for a parameter it does not hold.
 #pragma once
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
+#include <array>
 #include <cstdint>
 #include <string>
 
@@ -31,13 +33,17 @@ struct InitRule {
   }
 };
 
-/// A CPU generator (mt19937, like torch.manual_seed on the CPU) seeded with `seed`; also used
-/// for sampling in generate.h.
+/// Philox4x32-10 of counter `ctr` under `key` (Random123's philox4x32, 10 rounds).
+std::array<uint32_t, 4> philox4x32_10(std::array<uint32_t, 4> ctr, std::array<uint32_t, 2> key);
+
+/// A CPU generator (mt19937, like torch.manual_seed on the CPU) seeded with `seed`, for
+/// sampling in generate.h.
 at::Generator seeded_generator(uint64_t seed);
 
 /// Fills `rows` [n, ...] (any device and dtype) with rows [row_offset, row_offset + n) of the
 /// parameter `name` initialised by `rule` from training seed `seed`.
-/// Truncated normals use inverse-CDF sampling as nn.init.trunc_normal_ does. Throws
+/// Truncated normals use inverse-CDF sampling as nn.init.trunc_normal_ does. `rows` must be
+/// contiguous. Throws
 /// std::invalid_argument naming the parameter if its rule is unset. Does not record autograd.
 void init_rows(const torch::Tensor& rows, int64_t row_offset, const std::string& name,
                const InitRule& rule, uint64_t seed);

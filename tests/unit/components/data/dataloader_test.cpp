@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "support/skip.h"
 #include "test_support.h"
 #include "titan/components/data/sha256.h"
 #include "titan/errors.h"
@@ -227,7 +228,7 @@ TEST(DataLoaderRealistic, TinyShakespeareThroughTheByteTokenizer) {
 // The real kjv_bible, when scripts/prepare_kjv_bible.sh has written it on this machine.
 TEST(DataLoaderRealistic, KjvBibleWhenPrepared) {
   if (!fs::exists(dataset_dir() / "kjv_bible.jsonl")) {
-    GTEST_SKIP() << "run scripts/prepare_kjv_bible.sh to include this test";
+    TITAN_SKIP_OR_FAIL("run scripts/prepare_kjv_bible.sh to include this test");
   }
   TempDir dir;
   CountingByteTokenizer tok;

@@ -1,0 +1,53 @@
+// FSDP's mixed precision on one rank: a block computes with its parameters gathered in
+// training.mixed_precision_param (bf16 seen inside the block's forward), while the registered
+// parameters (what the optimizer updates) and their gradients stay fp32.
+#include <gtest/gtest.h>
+
+#include "support/sharded_state.h"
+#include "titan/distributed/fsdp.h"
+#include "titan/models/common/transformer.h"
+#include "titan/models/common/transformer_block.h"
+
+namespace titan {
+namespace {
+
+// The dtype of block 0's wq while the block runs, under FSDP gathering in `param_dtype`.
+torch::ScalarType gathered_dtype(torch::ScalarType param_dtype) {
+  models::TransformerArgs a;
+  a.dim = 32;
+  a.n_layers = 2;
+  a.n_heads = 4;
+  a.vocab_size = 64;
+  models::Transformer model(a);
+  model.init_weights(1);
+  auto* wq = model.blocks().front().module->as<models::TransformerBlockImpl>()->attention->wq.get();
+  torch::ScalarType seen = torch::kDouble;
+  // Added before FSDP, so it runs inside FSDP's gather.
+  model.add_block_wrapper([&](int64_t layer, const torch::Tensor& x,
+                              const models::CausalLM::TensorFn& inner) {
+    if (layer == 0) seen = wq->weight.scalar_type();
+    return inner(x);
+  });
+  distributed::FsdpOptions options;
+  options.param_dtype = param_dtype;
+  auto fsdp = distributed::Fsdp::apply(model, testing::group_of_one(), testing::group_of_one(),
+                                       options);
+  auto logits = model.forward(torch::tensor({{1, 2, 3, 4}}, torch::kLong));  // [1, 4, 64]
+  logits.to(torch::kFloat).sum().backward();
+  for (const auto& p : fsdp->parameters()) {
+    EXPECT_EQ(p.scalar_type(), torch::kFloat);
+    EXPECT_TRUE(p.grad().defined());
+    if (!p.grad().defined()) continue;
+    EXPECT_EQ(p.grad().scalar_type(), torch::kFloat);
+  }
+  EXPECT_EQ(wq->weight.scalar_type(), torch::kFloat);  // the shard is back after the forward
+  return seen;
+}
+
+TEST(Fsdp, BlocksComputeInTheParamDtype) {
+  EXPECT_EQ(gathered_dtype(torch::kBFloat16), torch::kBFloat16);
+  EXPECT_EQ(gathered_dtype(torch::kFloat), torch::kFloat);
+}
+
+}  // namespace
+}  // namespace titan
