@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <regex>
 
 #include "support/training.h"
 
@@ -42,7 +43,15 @@ void expect_learns(const RunResult& r, int steps) {
   EXPECT_NE(r.command.output.find("step: 1  loss: "), std::string::npos) << r.command.output;
   EXPECT_EQ(manifest["world"]["world_size"], 2);
   EXPECT_EQ(manifest["data"]["files"][0]["bytes"], 1115394);
-  EXPECT_FALSE(manifest["versions"]["libtorch"].get<std::string>().empty());
+  const auto& versions = manifest["versions"];
+  EXPECT_FALSE(versions["libtorch"].get<std::string>().empty());
+  // The revision of this checkout (a 7+ hex-digit git hash, "-dirty" when it had changes).
+  EXPECT_TRUE(std::regex_search(versions["titan_git_revision"].get<std::string>(),
+                                std::regex("^[0-9a-f]{7,}")))
+      << versions.dump();
+  EXPECT_EQ(versions["compiler"].get<std::string>().rfind("g++ ", 0), 0u) << versions.dump();
+  EXPECT_TRUE(versions["blas"]["optimized"].get<bool>()) << versions.dump();
+  EXPECT_FALSE(versions["blas"]["library"].get<std::string>().empty()) << versions.dump();
   EXPECT_TRUE(std::filesystem::exists(r.dump / "logs" / "rank_1.log"));
 }
 

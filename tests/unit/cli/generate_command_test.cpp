@@ -7,6 +7,7 @@
 #include <array>
 #include <cstdio>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 namespace {
@@ -71,6 +72,21 @@ TEST(GenerateCommand, SamplingIsSeeded) {
   auto a = run(args + " --seed 3"), b = run(args + " --seed 3");
   ASSERT_EQ(a.status, 0) << a.out;
   EXPECT_EQ(a.out, b.out);
+}
+
+// Top-k and temperature have visible effects: top_k 1 is greedy whatever the temperature, and
+// sampling at temperature 1 from the top 50 leaves the greedy path for some seed.
+TEST(GenerateCommand, TopKAndTemperatureChangeTheIds) {
+  const std::string prompt = "--hf_assets_path " + kStories + " --prompt_ids 1 --max_new_tokens 10";
+  auto greedy = run(prompt);
+  ASSERT_EQ(greedy.status, 0) << greedy.out;
+  EXPECT_EQ(run(prompt + " --temperature 1.5 --top_k 1 --seed 4").out, greedy.out);
+  std::set<std::string> sampled;
+  for (int seed = 1; seed <= 4; ++seed) {
+    const std::string seed_flag = " --seed " + std::to_string(seed);
+    sampled.insert(run(prompt + " --temperature 1.0 --top_k 50" + seed_flag).out);
+  }
+  EXPECT_GT(sampled.size(), 1u) << "every seed sampled the same ids";
 }
 
 TEST(GenerateCommand, BadArgumentsExitWithConfigError) {

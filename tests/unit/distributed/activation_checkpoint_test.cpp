@@ -71,5 +71,18 @@ INSTANTIATE_TEST_SUITE_P(Modes, ActivationCheckpointing,
                            return "selective_" + info.param.second;
                          });
 
+// The modes keep strictly ordered amounts for backward (Korthikanti et al.'s ordering, in this
+// 4-block model): none > op-level (norm and gate outputs recomputed) > every 2nd block > full.
+TEST(ActivationCheckpointingModes, KeepLessAndLessForBackward) {
+  const int64_t none = train_step("none", "op").kept_bytes;
+  const int64_t op = train_step("selective", "op").kept_bytes;
+  const int64_t every2 = train_step("selective", "2").kept_bytes;
+  const int64_t full = train_step("full", "1").kept_bytes;
+  EXPECT_GT(none, op);
+  EXPECT_GT(op, every2);
+  EXPECT_GT(every2, full);
+  EXPECT_GT(full, 0);
+}
+
 }  // namespace
 }  // namespace titan

@@ -55,11 +55,26 @@ TEST(HfAdapter, NamesRoundTripWithTheFile) {
   EXPECT_THROW(hf_name("layers.0.attention.rope.weight"), CheckpointError);
 }
 
+// lm_head differs from the embedding here, so a swapped or tied-the-wrong-way load shows.
 TEST(HfAdapter, TiedModelIgnoresLmHead) {
   auto folder = components::load_hf_folder(dir("stories260K"));
   Transformer model(args_from_hf_config(folder.config, false));
-  folder.state_dict["lm_head.weight"] = folder.state_dict["model.embed_tokens.weight"].clone();
+  const auto embedding = folder.state_dict["model.embed_tokens.weight"];
+  folder.state_dict["lm_head.weight"] = torch::zeros_like(embedding);
   EXPECT_NO_THROW(load_hf_state_dict(model, folder.state_dict));
+  EXPECT_TRUE(torch::equal(model.tok_embeddings->weight, embedding));
+}
+
+TEST(HfAdapter, UntiedModelKeepsEmbeddingAndLmHeadApart) {
+  auto folder = components::load_hf_folder(dir("llama3_tiny"));
+  Transformer model(args_from_hf_config(folder.config, false));
+  const auto embedding = folder.state_dict.at("model.embed_tokens.weight");
+  const auto lm_head = folder.state_dict.at("lm_head.weight");
+  ASSERT_FALSE(torch::equal(embedding, lm_head)) << "the reference must tell them apart";
+  load_hf_state_dict(model, folder.state_dict);
+  ASSERT_TRUE(model.output);
+  EXPECT_TRUE(torch::equal(model.tok_embeddings->weight, embedding));
+  EXPECT_TRUE(torch::equal(model.output->weight, lm_head));
 }
 
 TEST(HfAdapter, MismatchesAreListed) {
