@@ -67,6 +67,26 @@ TEST(Train, Qwen3DebugModelTwoRanksLearns) {
   expect_learns(r, 12);
 }
 
+// The shipped 4-rank TP 2 x FSDP 2 configs train with op-level selective checkpointing, gradient
+// accumulation and bf16 parameters together (README: "the *_debugmodel_tp2_fsdp2_sac ones ...
+// train").
+TEST(Train, Tp2Fsdp2SacConfigsTrainWithAccumulationAndBf16) {
+  for (const std::string module : {"llama3", "qwen3"}) {
+    auto r = train("NGPU=4", "--module " + module + " --config " + module +
+                                 "_debugmodel_tp2_fsdp2_sac --training.steps 3 "
+                                 "--training.seq_len 64 --training.local_batch_size 2 "
+                                 "--training.global_batch_size 8 "
+                                 "--training.mixed_precision_param bfloat16");
+    ASSERT_EQ(r.command.exit_code, 0) << r.command.output;
+    ASSERT_EQ(r.records.size(), 3u) << r.command.output;
+    for (const auto& rec : r.records) EXPECT_TRUE(std::isfinite(rec["loss"].get<double>()));
+    for (std::string text : {"tp 2", "2 accumulation", "Compute dtype bfloat16",
+                             "activation checkpointing 'selective'"}) {
+      EXPECT_NE(r.command.output.find(text), std::string::npos) << module << ": " << text;
+    }
+  }
+}
+
 TEST(Train, SameGlobalBatchSameLossesAcrossLayouts) {
   const std::string common = "--module llama3 --config llama3_debugmodel --training.steps 5 "
                              "--training.seq_len 64 --training.global_batch_size 8 ";
