@@ -5,18 +5,21 @@
 # every measurement in bench/results/throughput-<date>-<time>.jsonl (see bench/README.md).
 #
 #   bench/run_throughput.sh [--reps N] [--steps N] [--configs debug,100m] [--layouts 1x2,2x1]
-#                           [--out FILE]
+#                           [--load N] [--out FILE]
 #
 # Configs (issue 7): debug = llama3 debugmodel at seq 2048 x local batch 2; 100m = llama3 100M
 # flavor (dim 768, 12 layers, 12 heads, 4 KV heads) at seq 1024 x local batch 4. Layouts:
 # RANKSxTHREADS; two ranks are data parallel (titan DDP, i.e. replicate 2 x shard 1, like the
 # reference's DistributedDataParallel; TITAN_DP=fsdp runs titan's default FSDP instead).
-# Step 1 of each run is warm-up and not counted. Runs at nice 10. Needs a built build/titan.
+# Step 1 of each run is warm-up and not counted; a run's tokens/s uses the median of the other
+# steps. Runs at nice 10. --load N keeps N CPU-bound processes (nice 0) running for the whole
+# benchmark, so both sides share the cores with the same competing load (issue 12: a shared
+# machine). Needs a built build/titan.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 titan="${TITAN_BIN:-$root/build/titan}"
 python=/usr/bin/python3
-reps=3 steps=4 configs=debug,100m layouts=1x2,2x1
+reps=3 steps=4 configs=debug,100m layouts=1x2,2x1 load=0
 out="$root/bench/results/throughput-$(date +%Y%m%d-%H%M%S).jsonl"
 while (($#)); do
   case $1 in
@@ -24,9 +27,10 @@ while (($#)); do
     --steps) steps=$2; shift 2 ;;
     --configs) configs=$2; shift 2 ;;
     --layouts) layouts=$2; shift 2 ;;
+    --load) load=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     *) echo "usage: $0 [--reps N] [--steps N] [--configs debug,100m] [--layouts 1x2,2x1]" \
-         "[--out FILE]" >&2; exit 2 ;;
+         "[--load N] [--out FILE]" >&2; exit 2 ;;
   esac
 done
 ((steps >= 2)) || { echo "--steps must be at least 2 (step 1 is warm-up)" >&2; exit 2; }
@@ -53,7 +57,8 @@ if [[ -z ${OPENBLAS_CORETYPE:-} ]]; then
 fi
 
 work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+load_pids=()
+trap 'rm -rf "$work"; ((${#load_pids[@]})) && kill "${load_pids[@]}" 2>/dev/null' EXIT
 mkdir -p "$(dirname "$out")"
 : > "$out"
 
@@ -61,12 +66,13 @@ mkdir -p "$(dirname "$out")"
 # measuring at once as in training (median over ranks), appended as one JSON line. Measured
 # before every run: the table takes the best as the roof, and a low one flags other load.
 roof() {
-  local r
+  local r pids=()
   for ((r = 0; r < $3; r++)); do
     OMP_NUM_THREADS=$4 nice -n 10 $python "$root/bench/gemm_peak.py" --threads "$4" \
       > "$work/gemm_$r" &
+    pids+=($!)
   done
-  wait
+  wait "${pids[@]}"
   cat "$work"/gemm_* | $python -c '
 import json, statistics, sys
 rows = [json.loads(l) for l in sys.stdin]
@@ -113,7 +119,7 @@ impl, config, layout, rep, d, metrics, steps, out = sys.argv[1:9]
 rows = [json.loads(l) for l in open(metrics)]
 assert len(rows) == int(steps), f"{metrics}: {len(rows)} steps logged, expected {steps}"
 timed = rows[1:]  # step 1 is warm-up
-step_time = statistics.mean(r["step_time_s"] for r in timed)
+step_time = statistics.median(r["step_time_s"] for r in timed)
 tokens = timed[0]["tps"] * timed[0]["step_time_s"]  # local tokens per step
 ranks = int(layout.split("x")[0])
 rss = [int(open(f"{d}/rss_{r}").read().split()[-1]) / 2**20 for r in range(ranks)]
@@ -138,9 +144,9 @@ EOF
 
 # machine EVENT: one JSON line on the machine, what else ran (load average) and the settings.
 machine() {
-  $python - "$1" "$root" "$reps" "$steps" <<'EOF' | tee -a "$out"
+  $python - "$1" "$root" "$reps" "$steps" "$load" <<'EOF' | tee -a "$out"
 import json, os, subprocess, sys, time, torch
-event, root, reps, steps = sys.argv[1:]
+event, root, reps, steps, load = sys.argv[1:]
 cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo")
             if l.startswith("model name")), "")
 rev = subprocess.run(["git", "-C", root, "describe", "--always", "--dirty"], capture_output=True,
@@ -150,13 +156,18 @@ print(json.dumps({"impl": "machine", "event": event, "time": time.strftime("%Y-%
                   "titan_revision": rev, "torch": torch.__version__,
                   "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE", ""),
                   "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", ""),
-                  "reps": int(reps), "steps": int(steps)}))
+                  "reps": int(reps), "steps": int(steps), "competing_load": int(load)}))
 EOF
 }
 
 echo "titan vs PyTorch eager; OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}; results -> $out"
 machine start
-if $python -c 'import os, sys; sys.exit(0 if os.getloadavg()[0] > 0.5 else 1)'; then
+for ((i = 0; i < load; i++)); do
+  $python -c 'while True: pass' &
+  load_pids+=($!)
+done
+if ((load == 0)) &&
+   $python -c 'import os, sys; sys.exit(0 if os.getloadavg()[0] > 0.5 else 1)'; then
   echo "warning: load average above 0.5 before starting: other work shares the CPUs, so the" \
     "figures will be low and noisy" >&2
 fi

@@ -45,6 +45,7 @@ def main() -> None:
               f"{start['cpu']} x {start['cores']}, OPENBLAS_CORETYPE="
               f"{start['OPENBLAS_CORETYPE'] or 'unset'}, OMP_WAIT_POLICY="
               f"{start.get('OMP_WAIT_POLICY') or 'unset'}, {start['steps']} steps (1 warm-up), "
+              f"{start.get('competing_load', 0)} competing CPU-bound process(es), "
               f"load average {start['loadavg_1m']:.2f} at start"
               + (f", {end['loadavg_1m']:.2f} at end" if end else "") + "\n")
 

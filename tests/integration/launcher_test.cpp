@@ -1,7 +1,8 @@
 // The launcher through the real binary: torchrun-style worlds on loopback (1 node x 2 ranks,
 // 2 "nodes" x 2 ranks from two launchers, node ranks from NODE_RANK, Open MPI or Slurm), LOG_RANK,
-// fail-fast, and the fake-backend dry run.
+// fail-fast, signals reaching every worker, and the fake-backend dry run.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,8 +10,10 @@
 #include <fstream>
 #include <future>
 #include <sstream>
+#include <thread>
 
 #include "support/process.h"
+#include "support/training.h"
 
 namespace titan {
 namespace {
@@ -119,6 +122,53 @@ TEST(Launcher, FailFastStopsTheOtherRanks) {
   EXPECT_NE(r.output.find("rank 1 (local rank 1"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("failing on purpose"), std::string::npos) << r.output;
 }
+
+// SIGTERM and Ctrl-C (SIGINT; a terminal sends it to the workers as well, here only the
+// launcher gets it) stop every training worker, and the launcher exits with 128 + the signal;
+// a launcher killed outright takes its workers with it (they die with their parent).
+class LauncherSignal : public ::testing::TestWithParam<int> {};
+
+TEST_P(LauncherSignal, StopsEveryWorker) {
+  const int sig = GetParam();
+  auto dir = testing::make_temp_dir("titan_signal");
+  const pid_t launcher = testing::spawn_command(
+      "env NGPU=2 " + titan_binary() + " launch --module llama3 --config llama3_debugmodel " +
+          "--training.steps 100000 --training.seq_len 64 --training.local_batch_size 1 " +
+          "--metrics.log_freq 1 --training.dataset_path " + testing::shakespeare() +
+          " --job.dump_folder " + dir.string(),
+      dir / "launcher.log");
+  // Both workers are in the training loop once rank 0 logged a step (it waited for rank 1's
+  // gradients).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(240);
+  while (read_file(dir / "metrics.jsonl").empty() && testing::process_alive(launcher) &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const auto workers = testing::child_processes(launcher);
+  ASSERT_EQ(workers.size(), 2u) << read_file(dir / "launcher.log");
+  ASSERT_EQ(kill(launcher, sig), 0);
+  EXPECT_EQ(testing::wait_for_exit(launcher, std::chrono::seconds(60)), 128 + sig)
+      << read_file(dir / "launcher.log");
+  const auto gone_by = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (pid_t w : workers) {
+    while (testing::process_alive(w) && std::chrono::steady_clock::now() < gone_by) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    EXPECT_FALSE(testing::process_alive(w)) << "worker " << w << " outlived signal " << sig;
+    if (testing::process_alive(w)) kill(w, SIGKILL);
+  }
+  if (sig != SIGKILL) {
+    EXPECT_NE(read_file(dir / "launcher.log").find("received signal"), std::string::npos)
+        << read_file(dir / "launcher.log");
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(TermIntKill, LauncherSignal, ::testing::Values(SIGTERM, SIGINT, SIGKILL),
+                         [](const auto& info) {
+                           return info.param == SIGTERM ? "SIGTERM"
+                                  : info.param == SIGINT ? "SIGINT"
+                                                         : "SIGKILL";
+                         });
 
 TEST(Launcher, MissingRendezvousForTwoNodesIsAConfigError) {
   auto r = run_command("NGPU=1 NNODES=2 NODE_RANK=0 " + titan_binary() +

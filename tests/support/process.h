@@ -1,17 +1,24 @@
-// Test helper: runs a shell command, capturing its combined output and exit code.
+// Test helpers for processes: run a shell command and capture its output and exit code, or start
+// one in the background, find its children and wait for it with a timeout.
 #pragma once
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <random>
+#include <sstream>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace titan::testing {
 
@@ -30,6 +37,68 @@ inline CommandResult run_command(const std::string& command) {
   int status = pclose(pipe);
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return r;
+}
+
+/// Starts `command` with /bin/sh in the background, its output going to `log`; the returned pid
+/// is the command's own (the shell execs it).
+inline pid_t spawn_command(const std::string& command, const std::filesystem::path& log) {
+  const std::string line = "exec " + command + " > '" + log.string() + "' 2>&1";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", line.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  return pid;
+}
+
+/// The state letter of /proc/<pid>/stat ('R', 'S', 'Z', ...), or 0 when the process is gone.
+inline char process_state(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  std::getline(in, stat);
+  const auto close = stat.rfind(')');
+  return close == std::string::npos || close + 2 >= stat.size() ? 0 : stat[close + 2];
+}
+
+/// Alive: exists and is not a zombie waiting to be reaped.
+inline bool process_alive(pid_t pid) {
+  const char state = process_state(pid);
+  return state != 0 && state != 'Z';
+}
+
+/// Processes whose parent is `pid`, found through /proc.
+inline std::vector<pid_t> child_processes(pid_t pid) {
+  std::vector<pid_t> children;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream in(entry.path() / "stat");
+    std::string stat;
+    std::getline(in, stat);
+    const auto close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    char state = 0;
+    int parent = 0;
+    std::istringstream(stat.substr(close + 1)) >> state >> parent;
+    if (parent == pid) children.push_back(std::stoi(name));
+  }
+  return children;
+}
+
+/// Waits up to `timeout` for the child `pid` to exit: its exit code (128 + signal when killed
+/// by one), or -1 after killing it when it did not exit in time.
+inline int wait_for_exit(pid_t pid, std::chrono::seconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  int status = 0;
+  while (waitpid(pid, &status, WNOHANG) != pid) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      kill(pid, SIGKILL);
+      waitpid(pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
 /// A fresh empty folder under the system temp folder.

@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "titan/errors.h"
+#include "titan/platform/cpu_threads.h"
 #include "titan/platform/env.h"
 
 namespace titan::distributed {
@@ -60,11 +61,7 @@ std::string tail_lines(const std::string& path, size_t n) {
 
 pid_t spawn_worker(const LaunchOptions& o, int local_rank, int master_port) {
   int rank = o.node_rank * o.nproc_per_node + local_rank;
-  int threads = o.threads_per_worker;
-  if (threads <= 0) {
-    threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) /
-                              o.nproc_per_node);
-  }
+  int threads = platform::configured_threads(o.nproc_per_node);
   pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) throw Error("fork failed while starting workers");

@@ -21,7 +21,6 @@ struct LaunchOptions {
   std::string log_rank = "0";     // LOG_RANK: "0", "0,3" or "all"
   std::string dump_folder;        // where logs/rank_<r>.log are written
   std::vector<std::string> worker_args;  // argv of each worker after the program name
-  int threads_per_worker = 0;     // OMP_NUM_THREADS for workers; 0 = cores / local ranks
 
   int world_size() const { return nproc_per_node * nnodes; }
 

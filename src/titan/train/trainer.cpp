@@ -3,8 +3,6 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <cstdlib>
-#include <thread>
 
 #include "titan/components/data/dataloader.h"
 #include "titan/components/manifest.h"
@@ -21,16 +19,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
-}
-
-void set_threads(int local_world_size) {
-  const char* env = std::getenv("OMP_NUM_THREADS");
-  int threads = env ? std::atoi(env) : 0;
-  if (threads <= 0) {
-    threads = std::max(1, static_cast<int>(std::thread::hardware_concurrency()) /
-                              std::max(1, local_world_size));
-  }
-  torch::set_num_threads(threads);
 }
 
 }  // namespace
@@ -61,9 +49,11 @@ void check_trainable(const config::JobConfig& job, const distributed::ParallelDi
                                      !job.parallelism.disable_sequence_parallel);
 }
 
-Trainer::Trainer(config::JobConfig job, distributed::WorldInfo world) : job_(std::move(job)) {
+Trainer::Trainer(config::JobConfig job, distributed::WorldInfo world)
+    : job_(std::move(job)),
+      threads_(platform::configured_threads(world.local_world_size),
+               /*adapt=*/!job_.training.deterministic) {
   platform::enable_memory_counting();
-  set_threads(world.local_world_size);
   // As TorchTitan's training.deterministic: an op without a deterministic kernel is an error.
   if (job_.training.deterministic) at::globalContext().setDeterministicAlgorithms(true, false);
   setup_parallelism(world);
@@ -106,6 +96,7 @@ void Trainer::setup_model() {
   uint64_t seed = static_cast<uint64_t>(job_.training.seed.value_or(0));
   for (auto& part : model_parts_) {
     spec_->parallelize(*part, dims_, mesh_, job_);
+    follow_free_cores(part->model());
     part->init_weights(torch::kCPU, seed);
     auto params = part->parameters();
     params_.insert(params_.end(), params.begin(), params.end());
@@ -122,6 +113,21 @@ void Trainer::setup_model() {
             platform::peak_tensor_bytes() / kGiB, platform::peak_rss_bytes() / kGiB,
             param_bytes / kGiB);
   platform::reset_peak_tensor_bytes();
+}
+
+void Trainer::follow_free_cores(models::CausalLM& model) {
+  model.add_block_wrapper([this](int64_t, const torch::Tensor& x,
+                                 const models::CausalLM::TensorFn& inner) {
+    threads_.apply();
+    auto out = inner(x);
+    if (out.requires_grad()) {
+      out.register_hook([this](const torch::Tensor& grad) {
+        threads_.apply();  // the block's backward starts
+        return grad;
+      });
+    }
+    return out;
+  });
 }
 
 void Trainer::setup_data() {

@@ -17,6 +17,7 @@
 #include "titan/distributed/model_part.h"
 #include "titan/distributed/parallel_dims.h"
 #include "titan/distributed/process_group.h"
+#include "titan/platform/cpu_threads.h"
 #include "titan/train/train_spec.h"
 
 namespace titan::components::data {
@@ -53,6 +54,8 @@ class Trainer {
   /// Builds the model on the meta device, parallelizes it with the family's spec, then
   /// allocates and initialises this rank's pieces.
   void setup_model();
+  /// Applies the thread count threads_ decided at each block's forward and backward.
+  void follow_free_cores(models::CausalLM& model);
   void setup_data();
   void log_header();
   /// Resumes from the latest checkpoint (or checkpoint.initial_load_path) when there is one;
@@ -82,6 +85,7 @@ class Trainer {
   void write_manifest();
 
   config::JobConfig job_;
+  platform::ThreadGovernor threads_;
   std::shared_ptr<distributed::World> world_;
   distributed::ParallelDims dims_;
   distributed::DeviceMesh mesh_;
