@@ -2,8 +2,7 @@
 
 #include <map>
 
-#include "titan/models/common/feed_forward.h"
-#include "titan/models/common/rmsnorm.h"
+#include "titan/models/common/transformer_block.h"
 #include "titan/models/common/weight_module.h"
 #include "titan/platform/autograd_state.h"
 
@@ -91,13 +90,11 @@ torch::Tensor recompute_in_backward(const std::vector<torch::Tensor>& inputs,
   return RecomputeFn::apply(at::TensorList(inputs), platform::autograd_state(fn));
 }
 
-// Op-level selective checkpointing: every norm and SwiGLU gate of the blocks recomputes.
+// Op-level selective checkpointing: the ops each block names (its norms, the parts' norms and
+// gates) recompute.
 void apply_op_checkpointing(models::CausalLM& model) {
   for (const auto& block : model.blocks()) {
-    for (const auto& m : block.module->modules()) {
-      if (auto* norm = m->as<models::RMSNormImpl>()) norm->compute.runner = recompute_in_backward;
-      if (auto* ffn = m->as<models::FeedForwardImpl>()) ffn->gate.runner = recompute_in_backward;
-    }
+    for (auto* op : block.module->recomputed_ops()) op->runner = recompute_in_backward;
   }
 }
 

@@ -7,23 +7,26 @@
 #include "titan/distributed/collectives.h"
 #include "titan/distributed/loss_parallel.h"
 #include "titan/errors.h"
+#include "titan/models/common/transformer_block.h"
 
 namespace titan::distributed {
 
-void check_tensor_parallel(const models::ModelShape& shape, int tp, int64_t seq_len,
+void check_tensor_parallel(models::CausalLM& model, int tp, int64_t seq_len,
                            bool sequence_parallel) {
   if (tp <= 1) return;
-  auto require = [tp](int64_t value, const char* what) {
+  auto require = [tp](int64_t value, const std::string& what) {
     if (value % tp != 0) {
       throw ConfigError(fmt::format("parallelism.tensor_parallel_degree = {} does not divide the "
                                     "model's {} ({}); choose a degree that divides it",
                                     tp, what, value));
     }
   };
-  require(shape.n_heads, "query heads");
-  require(shape.n_kv_heads, "key/value heads");
-  require(shape.ffn_hidden_dim, "feed-forward hidden width");
-  require(shape.vocab_size, "vocabulary size");
+  for (const auto& block : model.blocks()) {
+    for (const auto* part : block.module->parts()) {
+      for (const auto& size : part->tensor_parallel_sizes()) require(size.value, size.what);
+    }
+  }
+  require(model.shape().vocab_size, "vocabulary size");
   if (sequence_parallel && seq_len % tp != 0) {
     throw ConfigError(fmt::format("sequence parallelism shards training.seq_len ({}) over "
                                   "parallelism.tensor_parallel_degree = {} ranks: it must be "

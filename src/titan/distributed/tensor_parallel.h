@@ -34,9 +34,10 @@ struct TensorParallelOptions {
   bool loss_parallel = true;
 };
 
-/// Throws ConfigError naming the numbers unless `tp` divides the query heads, key/value heads,
-/// FFN hidden width and vocabulary of `shape`, and, with sequence parallelism, `seq_len`.
-void check_tensor_parallel(const models::ModelShape& shape, int tp, int64_t seq_len,
+/// Throws ConfigError naming the numbers unless `tp` divides every size the parts of `model`'s
+/// blocks shard (models::BlockPart::tensor_parallel_sizes: heads, FFN width, ...) and its
+/// vocabulary, and, with sequence parallelism, `seq_len`. `model` as built (e.g. on meta).
+void check_tensor_parallel(models::CausalLM& model, int tp, int64_t seq_len,
                            bool sequence_parallel);
 
 class TensorParallel {

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "titan/errors.h"
+#include "titan/models/common/transformer_block.h"
 
 namespace titan::tools {
 namespace {
@@ -47,53 +48,25 @@ std::vector<Unit> fsdp_units(models::CausalLM& model, int64_t tp, int64_t fsdp) 
   return units;
 }
 
-// Elements saved per token, by where tensor parallelism leaves them: in the sequence regions
-// (norms and the residual stream, [B, S, d]: split by tp only with sequence parallelism) and
-// between the column- and row-parallel projections (heads, FFN columns: always split by tp).
-struct Saved {
-  int64_t sequence = 0;
-  int64_t tensor = 0;
+using models::SavedElements;
 
-  int64_t total() const { return sequence + tensor; }
-  Saved operator*(int64_t n) const { return {sequence * n, tensor * n}; }
-  Saved operator+(const Saved& o) const { return {sequence + o.sequence, tensor + o.tensor}; }
-};
-
-// Elements one block saves per token for its backward when nothing is recomputed. With
-// d = dim, q = heads x head_dim, kv = kv_heads x head_dim, F = FFN hidden width, a = heads,
-// matching Korthikanti et al.'s GPT terms (which count bytes at 16 bits, hence 2x):
-//   attention_norm input and output (the QKV input)      2d   ("LayerNorm" 2sbh + QKV input 2sbh)
-//   q, k after RoPE, v                                   q + 2kv  (Q, K 4sbh + V 2sbh)
-//   q_norm / k_norm inputs (Qwen3)                        q + kv
-//   attention output (the wo input)                      q    (out-projection input 2sbh)
-//   attention log-sum-exp (no s x s scores are kept)     a    (replaces 5as^2b)
-//   ffn_norm input and output (the w1/w3 input)          2d
-//   SwiGLU: w1 and w3 outputs, silu(w1), the w2 input    4F   (GeLU MLP: 4h + 4h, 2 x 8sbh)
-// No dropout, so no masks (Korthikanti's 2sbh).
-Saved full_block_elements(const models::ModelShape& s) {
-  const int64_t d = s.dim, q = s.n_heads * s.head_dim, kv = s.n_kv_heads * s.head_dim;
-  return {4 * d, 2 * q + 2 * kv + (s.qk_norm ? q + kv : 0) + s.n_heads + 4 * s.ffn_hidden_dim};
-}
-
-// Op-level selective checkpointing keeps the block input and the outputs of the matmuls
-// (wq, wk, wv, wo, w1, w3, w2) and of attention; norms, RoPE and the SwiGLU product are
-// recomputed. (TorchTitan's policy keeps every other matmul output: this is an upper bound.)
-Saved op_sac_elements(const models::ModelShape& s) {
-  const int64_t d = s.dim, q = s.n_heads * s.head_dim, kv = s.n_kv_heads * s.head_dim;
-  return {3 * d, (q + 2 * kv) + 2 * s.ffn_hidden_dim + q + s.n_heads};
-}
-
-// Elements saved per token over all blocks, and the mode's description.
-std::pair<Saved, std::string> saved_elements(const config::ActivationCheckpointSection& ac,
-                                             const models::ModelShape& s) {
-  const int64_t layers = s.n_layers;
-  const Saved full = full_block_elements(s), input{s.dim, 0};
-  if (ac.mode == "none") return {full * layers, "none"};
-  // Checkpointed blocks keep their input; one block at a time is recomputed during backward.
-  if (ac.mode == "full") return {input * layers + full, "full"};
-  if (ac.selective_ac_option == "op") {
-    return {op_sac_elements(s) * layers + full, "selective op"};
+// Elements saved per token over all blocks (each block answers for itself: its norms and its
+// parts, block_part.h), and the mode's description.
+std::pair<SavedElements, std::string> saved_elements(const config::ActivationCheckpointSection& ac,
+                                                     models::CausalLM& model) {
+  SavedElements none, op, inputs, largest;  // the largest block's full set is recomputed
+  const auto blocks = model.blocks();
+  for (const auto& block : blocks) {
+    const SavedElements full = block.module->saved_elements(false);
+    none = none + full;
+    op = op + block.module->saved_elements(true);
+    inputs = inputs + SavedElements{block.module->dim, 0};
+    if (full.total() > largest.total()) largest = full;
   }
+  if (ac.mode == "none") return {none, "none"};
+  // Checkpointed blocks keep their input; one block at a time is recomputed during backward.
+  if (ac.mode == "full") return {inputs + largest, "full"};
+  if (ac.selective_ac_option == "op") return {op + largest, "selective op"};
   const std::string& option = ac.selective_ac_option;
   auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
   const bool digits = !option.empty() && option.size() < 10 &&
@@ -105,9 +78,15 @@ std::pair<Saved, std::string> saved_elements(const config::ActivationCheckpointS
                                   ac.selective_ac_option));
   }
   // TorchTitan checkpoints the blocks whose 1-based index is a multiple of `every`.
-  const int64_t checkpointed = layers / every;
-  const int64_t recomputed = checkpointed > 0 ? 1 : 0;
-  return {input * checkpointed + full * (layers - checkpointed + recomputed),
+  SavedElements saved;
+  bool any_checkpointed = false;
+  for (const auto& block : blocks) {
+    const bool checkpointed = (block.layer_id + 1) % every == 0;
+    any_checkpointed = any_checkpointed || checkpointed;
+    saved = saved + (checkpointed ? SavedElements{block.module->dim, 0}
+                                  : block.module->saved_elements(false));
+  }
+  return {any_checkpointed ? saved + largest : saved,
           fmt::format("selective, every {} block(s)", every)};
 }
 
@@ -157,9 +136,13 @@ LayoutPlan plan_layout(models::CausalLM& model, const config::JobConfig& job,
   }
 
   plan.tokens_per_rank = job.training.local_batch_size * job.training.seq_len / dims.cp;
-  plan.activation_elements_per_token_layer = full_block_elements(shape).total();
-  plan.op_sac_elements_per_token_layer = op_sac_elements(shape).total();
-  auto [saved, mode] = saved_elements(job.activation_checkpoint, shape);
+  for (const auto& block : model.blocks()) {
+    plan.activation_elements_per_token_layer = std::max(
+        plan.activation_elements_per_token_layer, block.module->saved_elements(false).total());
+    plan.op_sac_elements_per_token_layer = std::max(plan.op_sac_elements_per_token_layer,
+                                                    block.module->saved_elements(true).total());
+  }
+  auto [saved, mode] = saved_elements(job.activation_checkpoint, model);
   plan.activation_checkpointing = mode;
   plan.sequence_parallel = tp > 1 && !job.parallelism.disable_sequence_parallel;
   const double per_token = static_cast<double>(saved.sequence) /

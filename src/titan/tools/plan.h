@@ -55,9 +55,9 @@ struct LayoutPlan {
   /// Dtype of gathered parameters and activations: mixed_precision_param under FSDP, float32
   /// otherwise (TorchTitan applies mixed precision through FSDP only).
   std::string compute_dtype;
-  /// Elements one block saves per token for backward without checkpointing, before the
-  /// division by tp (see plan.cpp for the tensor list), and with op-level selective
-  /// checkpointing.
+  /// Elements the largest block saves per token for backward without checkpointing, before
+  /// the division by tp (each part lists its tensors: models/common/block_part.h and its
+  /// implementations), and with op-level selective checkpointing.
   int64_t activation_elements_per_token_layer = 0;
   int64_t op_sac_elements_per_token_layer = 0;
   /// "none", "full", "selective op", "selective, every 2 block(s)".
@@ -76,10 +76,11 @@ struct LayoutPlan {
 ///
 /// Activations follow Korthikanti et al. 2022, "Reducing Activation Recomputation in Large
 /// Transformer Models" (per layer 34*s*b*h + 5*a*s^2*b bytes for a 16-bit GPT block), redone
-/// for this block (RMSNorm, grouped-query attention, SwiGLU, no dropout) and for attention that
-/// keeps no s x s scores (chunked / flash-style, recomputed in backward). Tensor parallelism
-/// divides the tensors between the column- and row-parallel projections by tp; those of the
-/// norms and the residual stream are divided by tp only with sequence parallelism.
+/// by each block part for itself (RMSNorm, grouped-query attention, SwiGLU, no dropout;
+/// attention keeps no s x s scores: chunked / flash-style, recomputed in backward). Tensor
+/// parallelism divides the tensors between the column- and row-parallel projections by tp;
+/// those of the norms and the residual stream are divided by tp only with sequence
+/// parallelism.
 LayoutPlan plan_layout(models::CausalLM& model, const config::JobConfig& job,
                        const distributed::ParallelDims& dims);
 

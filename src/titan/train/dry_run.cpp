@@ -70,7 +70,7 @@ int dry_run(const config::JobConfig& job, int world_size, std::ostream& out) {
                      global / (t.local_batch_size * dims.dp()),
                      components::with_commas(global * t.seq_len));
   auto model = get_train_spec(job.model.name).build_on_device(job.model.flavor, torch::kMeta);
-  distributed::check_tensor_parallel(model->shape(), dims.tp, t.seq_len,
+  distributed::check_tensor_parallel(*model, dims.tp, t.seq_len,
                                      !job.parallelism.disable_sequence_parallel);
   auto plan = tools::plan_layout(*model, job, dims);
   out << fmt::format("  model: {} parameters ({} in the embedding), {:.3g} training FLOPs per "

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "titan/models/common/causal_lm.h"
+#include "titan/models/common/pipeline_split.h"
 
 namespace titan::config {
 struct JobConfig;
@@ -38,6 +39,16 @@ struct TrainSpec {
   /// model (no memory) for parameter and FLOP counts of any flavor.
   std::function<std::shared_ptr<models::CausalLM>(const std::string& flavor, torch::Device device)>
       build_on_device;
+  /// As build_on_device, holding only the pieces `part` (one pipeline stage's).
+  std::function<std::shared_ptr<models::CausalLM>(const std::string& flavor, torch::Device device,
+                                                  const models::PartRange& part)>
+      build_part;
+  /// The family's pipeline splitter (the split step of TorchTitan's pipelining_fn): the pieces
+  /// of every stage of `flavor` cut as `split` says, in stage order (one stage: the whole
+  /// model). Throws ConfigError as models::split_for_pipeline does.
+  std::function<std::vector<models::PartRange>(const std::string& flavor,
+                                               const models::PipelineSplit& split)>
+      pipeline_split;
   /// Builds an uninitialised model shaped as a Hugging Face config.json says.
   std::function<std::shared_ptr<models::CausalLM>(const nlohmann::json& hf_config)> build_from_hf;
   /// The Hugging Face config.json of `flavor` (what exports write beside the weights; throws

@@ -43,9 +43,8 @@ void check_trainable(const config::JobConfig& job, const distributed::ParallelDi
                                     key));
     }
   }
-  auto shape =
-      get_train_spec(job.model.name).build_on_device(job.model.flavor, torch::kMeta)->shape();
-  distributed::check_tensor_parallel(shape, dims.tp, job.training.seq_len,
+  auto model = get_train_spec(job.model.name).build_on_device(job.model.flavor, torch::kMeta);
+  distributed::check_tensor_parallel(*model, dims.tp, job.training.seq_len,
                                      !job.parallelism.disable_sequence_parallel);
 }
 
@@ -88,11 +87,15 @@ void Trainer::setup_parallelism(const distributed::WorldInfo& world) {
 
 void Trainer::setup_model() {
   spec_ = &get_train_spec(job_.model.name);
-  auto model = spec_->build_on_device(job_.model.flavor, torch::kMeta);
-  shape_ = model->shape();
-  flops_per_token_ = model->flops_per_token(job_.training.seq_len);
-  num_params_ = model->num_params();
-  model_parts_.push_back(std::make_unique<distributed::ModelPart>(model, mesh_));
+  auto whole = spec_->build_on_device(job_.model.flavor, torch::kMeta);
+  shape_ = whole->shape();
+  flops_per_token_ = whole->flops_per_token(job_.training.seq_len);
+  num_params_ = whole->num_params();
+  // One stage per pp rank (pipeline_parallel_degree > 1 is refused until its schedules exist).
+  const auto stages = spec_->pipeline_split(job_.model.flavor, models::PipelineSplit{dims_.pp});
+  const auto& pieces = stages.at(static_cast<size_t>(mesh_["pp"]->rank()));
+  model_parts_.push_back(std::make_unique<distributed::ModelPart>(
+      spec_->build_part(job_.model.flavor, torch::kMeta, pieces), mesh_));
   uint64_t seed = static_cast<uint64_t>(job_.training.seed.value_or(0));
   for (auto& part : model_parts_) {
     spec_->parallelize(*part, dims_, mesh_, job_);

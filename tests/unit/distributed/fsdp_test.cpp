@@ -6,6 +6,7 @@
 #include "support/sharded_state.h"
 #include "titan/distributed/fsdp.h"
 #include "titan/models/common/transformer.h"
+#include "titan/models/common/attention.h"
 #include "titan/models/common/transformer_block.h"
 
 namespace titan {
@@ -20,7 +21,7 @@ torch::ScalarType gathered_dtype(torch::ScalarType param_dtype) {
   a.vocab_size = 64;
   models::Transformer model(a);
   model.init_weights(1);
-  auto* wq = model.blocks().front().module->as<models::TransformerBlockImpl>()->attention->wq.get();
+  auto* wq = model.blocks().front().module->attention->as<models::AttentionImpl>()->wq.get();
   torch::ScalarType seen = torch::kDouble;
   // Added before FSDP, so it runs inside FSDP's gather.
   model.add_block_wrapper([&](int64_t layer, const torch::Tensor& x,

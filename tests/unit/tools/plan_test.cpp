@@ -67,6 +67,18 @@ TEST(Plan, ActivationsWithoutCheckpointingFollowTheDocumentedFormula) {
   EXPECT_DOUBLE_EQ(plan.memory.logits, 8192.0 * kVocab * (4 + 4));
 }
 
+// Qwen3 8B's attention also keeps its q_norm / k_norm inputs (q + kv), which op-level selective
+// checkpointing recomputes: dim 4096, 32 heads of 128 (q 4096), 8 KV heads (kv 1024), FFN 12288.
+TEST(Plan, QkNormInputsCountUnlessOpLevelCheckpointingRecomputesThem) {
+  auto model = meta_model("qwen3", "8B");
+  auto job = job_for("qwen3", "8B");
+  auto plan = plan_layout(*model, job, mesh(1, 1));
+  constexpr int64_t q = 4096, kv = 1024, ffn = 12288;
+  EXPECT_EQ(plan.activation_elements_per_token_layer,
+            4 * kDim + (q + 2 * kv) + (q + kv) + q + 32 + 4 * ffn);
+  EXPECT_EQ(plan.op_sac_elements_per_token_layer, 3 * kDim + (q + 2 * kv) + q + 32 + 2 * ffn);
+}
+
 TEST(Plan, DoublingFsdpHalvesThePerRankState) {
   auto model = meta_model("llama3", "8B");
   auto job = job_for("llama3", "8B");

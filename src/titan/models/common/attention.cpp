@@ -49,4 +49,24 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x_in, const torch::Ten
   return hooks.on_output(wo(o.transpose(1, 2).reshape({B, S, H * Dh})));  // [B, S, dim]
 }
 
+std::vector<ShardedSize> AttentionImpl::tensor_parallel_sizes() const {
+  return {{"query heads", options.n_heads}, {"key/value heads", options.n_kv_heads}};
+}
+
+SavedElements AttentionImpl::saved_elements(bool op_level) const {
+  const int64_t q = options.n_heads * options.head_dim;
+  const int64_t kv = options.n_kv_heads * options.head_dim;
+  const int64_t qk_norm_inputs = options.qk_norm && !op_level ? q + kv : 0;
+  return {0, (q + 2 * kv) + qk_norm_inputs + q + options.n_heads};
+}
+
+int64_t AttentionImpl::flops_per_token(int64_t seq_len) const {
+  return 6 * num_params() + 12 * options.n_heads * options.head_dim * seq_len;
+}
+
+std::vector<ElementwiseOp*> AttentionImpl::recomputed_ops() {
+  if (!options.qk_norm) return {};
+  return {&q_norm->compute, &k_norm->compute};
+}
+
 }  // namespace titan::models

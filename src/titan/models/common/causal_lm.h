@@ -15,16 +15,12 @@
 
 namespace titan::models {
 
-/// Sizes the metrics and planner need (TorchTitan's get_nparams_and_flops).
+/// Sizes of the whole model that do not depend on what its blocks hold (those the blocks
+/// answer: TransformerBlockImpl::parts).
 struct ModelShape {
   int64_t dim = 0;
   int64_t n_layers = 0;
-  int64_t n_heads = 0;
-  int64_t head_dim = 0;
   int64_t vocab_size = 0;
-  int64_t n_kv_heads = 0;      // key/value heads (== n_heads without grouped-query attention)
-  int64_t ffn_hidden_dim = 0;  // SwiGLU hidden width
-  bool qk_norm = false;        // per-head RMSNorm on q and k (Qwen3)
 };
 
 /// Which pieces of the model one part holds: blocks [first_layer, end_layer) (end -1: to the
@@ -38,10 +34,12 @@ struct PartRange {
   bool output = true;
 };
 
+class TransformerBlockImpl;
+
 /// One transformer block of a model part.
 struct BlockRef {
-  int64_t layer_id;           // global, 0-based
-  torch::nn::Module* module;
+  int64_t layer_id;  // global, 0-based
+  TransformerBlockImpl* module;
 };
 
 class CausalLM : public torch::nn::Module {

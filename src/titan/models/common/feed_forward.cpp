@@ -21,7 +21,8 @@ int64_t ffn_hidden_dim(int64_t dim, int64_t multiple_of, std::optional<double> f
 
 FeedForwardImpl::FeedForwardImpl(int64_t dim, int64_t hidden_dim,
                                  const torch::TensorOptions& options)
-    : w1(register_module("w1", Linear(dim, hidden_dim, options))),
+    : hidden_dim(hidden_dim),
+      w1(register_module("w1", Linear(dim, hidden_dim, options))),
       w2(register_module("w2", Linear(hidden_dim, dim, options))),
       w3(register_module("w3", Linear(dim, hidden_dim, options))) {}
 
@@ -32,5 +33,15 @@ torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x_in) {
   });
   return hooks.on_output(w2(hidden));  // [B, S, dim]
 }
+
+std::vector<ShardedSize> FeedForwardImpl::tensor_parallel_sizes() const {
+  return {{"feed-forward hidden width", hidden_dim}};
+}
+
+SavedElements FeedForwardImpl::saved_elements(bool op_level) const {
+  return {0, (op_level ? 2 : 4) * hidden_dim};
+}
+
+int64_t FeedForwardImpl::flops_per_token(int64_t) const { return 6 * num_params(); }
 
 }  // namespace titan::models

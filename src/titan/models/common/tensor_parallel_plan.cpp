@@ -1,5 +1,10 @@
 #include "titan/models/common/tensor_parallel_plan.h"
 
+#include <fmt/format.h>
+
+#include "titan/errors.h"
+#include "titan/models/common/attention.h"
+#include "titan/models/common/feed_forward.h"
 #include "titan/models/common/transformer_block.h"
 
 namespace titan::models {
@@ -11,11 +16,7 @@ void region_hooks(ModuleHooks& hooks, distributed::TensorParallel& tp) {
   hooks.output = [&tp](const torch::Tensor& y) { return tp.leave_region(y); };
 }
 
-void apply_to_block(TransformerBlockImpl& block, distributed::TensorParallel& tp) {
-  const bool sp = tp.options().sequence_parallel;
-  tp.replicate(*block.attention_norm, sp);
-  tp.replicate(*block.ffn_norm, sp);
-  auto& attention = *block.attention;
+void apply_to_attention(AttentionImpl& attention, distributed::TensorParallel& tp) {
   tp.colwise(*attention.wq);
   tp.colwise(*attention.wk);
   tp.colwise(*attention.wv);
@@ -28,18 +29,43 @@ void apply_to_block(TransformerBlockImpl& block, distributed::TensorParallel& tp
   attention.options.n_heads /= tp.size();
   attention.options.n_kv_heads /= tp.size();
   region_hooks(attention.hooks, tp);
-  auto& ffn = *block.feed_forward;
+}
+
+void apply_to_feed_forward(FeedForwardImpl& ffn, distributed::TensorParallel& tp) {
   tp.colwise(*ffn.w1);
   tp.colwise(*ffn.w3);
   tp.rowwise(*ffn.w2);
   region_hooks(ffn.hooks, tp);
 }
 
+[[noreturn]] void no_plan_for(const BlockPart& part, int64_t layer) {
+  throw ConfigError(fmt::format("tensor parallelism has no plan for layers.{}'s {}: set "
+                                "parallelism.tensor_parallel_degree = 1 for this model",
+                                layer, part.name()));
+}
+
+// Asks the block what it holds: each kind of part has its plan.
+void apply_to_block(TransformerBlockImpl& block, distributed::TensorParallel& tp) {
+  const bool sp = tp.options().sequence_parallel;
+  tp.replicate(*block.attention_norm, sp);
+  tp.replicate(*block.ffn_norm, sp);
+  if (auto* attention = block.attention->as<AttentionImpl>()) {
+    apply_to_attention(*attention, tp);
+  } else {
+    no_plan_for(*block.attention, block.layer_id);
+  }
+  if (auto* ffn = block.feed_forward->as<FeedForwardImpl>()) {
+    apply_to_feed_forward(*ffn, tp);
+  } else {
+    no_plan_for(*block.feed_forward, block.layer_id);
+  }
+}
+
 }  // namespace
 
 void apply_tensor_parallel(Transformer& model, distributed::TensorParallel& tp) {
   if (tp.size() == 1) return;
-  distributed::check_tensor_parallel(model.shape(), tp.size(), 0, false);
+  distributed::check_tensor_parallel(model, tp.size(), 0, false);
   if (model.tok_embeddings) {
     auto& embedding = *model.tok_embeddings;
     const int64_t vocab = embedding.weight.size(0);
@@ -51,7 +77,7 @@ void apply_tensor_parallel(Transformer& model, distributed::TensorParallel& tp) 
     };
   }
   for (const auto& block : model.blocks()) {
-    apply_to_block(*block.module->as<TransformerBlockImpl>(), tp);
+    apply_to_block(*block.module, tp);
   }
   if (model.norm) {
     tp.replicate(*model.norm, tp.options().sequence_parallel);

@@ -59,7 +59,7 @@ Transformer::Transformer(const TransformerArgs& args, const torch::TensorOptions
   }
   std::vector<std::pair<std::string, std::shared_ptr<torch::nn::Module>>> blocks;
   for (int64_t i = part.first_layer; i < end; ++i) {
-    blocks.emplace_back(std::to_string(i), TransformerBlock(i, args_, options).ptr());
+    blocks.emplace_back(std::to_string(i), dense_block(i, args_, options).ptr());
   }
   layers = register_module("layers", torch::nn::ModuleDict(blocks));
   if (part.output) {
@@ -76,8 +76,7 @@ torch::Tensor Transformer::forward_impl(const torch::Tensor& input) {
   const auto rope_dtype = h.scalar_type() == torch::kFloat64 ? torch::kFloat64 : torch::kFloat32;
   torch::Tensor cos, sin;  // [S, Dh] each
   std::tie(cos, sin) = rope_cos_sin(inv_freq_, input.size(1), rope_dtype, h.device());
-  for (const auto& [layer_id, module] : blocks()) {
-    auto* block = module->as<TransformerBlockImpl>();
+  for (const auto& [layer_id, block] : blocks()) {
     // Captured by value: activation checkpointing calls the block again during backward.
     h = run_block(layer_id, h, [block, cos, sin](const torch::Tensor& x) {
       return block->forward(x, cos, sin);  // [B, S, dim]
@@ -92,32 +91,24 @@ torch::Tensor Transformer::forward_impl(const torch::Tensor& input) {
 std::vector<BlockRef> Transformer::blocks() {
   std::vector<BlockRef> out;
   for (const auto& [key, module] : layers->items()) {
-    out.push_back({module->as<TransformerBlockImpl>()->layer_id, module.get()});
+    auto* block = module->as<TransformerBlockImpl>();
+    out.push_back({block->layer_id, block});
   }
   return out;
 }
 
 int64_t Transformer::flops_per_token(int64_t seq_len) {
-  const ModelShape s = shape();
-  const int64_t q = s.n_heads * s.head_dim, kv = s.n_kv_heads * s.head_dim;
-  const int64_t block = 2 * s.dim * q + 2 * s.dim * kv + 3 * s.dim * s.ffn_hidden_dim +
-                        2 * s.dim + (s.qk_norm ? 2 * s.head_dim : 0);
-  const int64_t non_embedding =
-      s.n_layers * block + s.dim + (args_.tie_embeddings ? 0 : s.vocab_size * s.dim);
-  return 6 * non_embedding + 12 * s.n_layers * s.n_heads * s.head_dim * seq_len;
+  // The whole model's blocks, also those another part holds.
+  int64_t flops = 6 * (args_.dim + (args_.tie_embeddings ? 0 : args_.vocab_size * args_.dim));
+  for (int64_t i = 0; i < args_.n_layers; ++i) {
+    flops += dense_block(i, args_, torch::TensorOptions().device(torch::kMeta))
+                 ->flops_per_token(seq_len);
+  }
+  return flops;
 }
 
 ModelShape Transformer::shape() const {
-  ModelShape s;
-  s.dim = args_.dim;
-  s.n_layers = args_.n_layers;
-  s.n_heads = args_.n_heads;
-  s.head_dim = args_.head_size();
-  s.vocab_size = args_.vocab_size;
-  s.n_kv_heads = args_.kv_heads();
-  s.ffn_hidden_dim = args_.ffn_hidden();
-  s.qk_norm = args_.qk_norm;
-  return s;
+  return {args_.dim, args_.n_layers, args_.vocab_size};
 }
 
 }  // namespace titan::models

@@ -2,6 +2,9 @@
 
 #include <cmath>
 
+#include "titan/models/common/attention.h"
+#include "titan/models/common/feed_forward.h"
+
 namespace titan::models {
 namespace {
 
@@ -12,9 +15,46 @@ constexpr double kTruncHigh = 2.0;
 
 }  // namespace
 
-TransformerBlockImpl::TransformerBlockImpl(int64_t layer_id, const TransformerArgs& args,
+TransformerBlockImpl::TransformerBlockImpl(int64_t layer_id, int64_t dim, double norm_eps,
+                                           std::shared_ptr<AttentionPart> attention_part,
+                                           std::shared_ptr<FeedForwardPart> feed_forward_part,
                                            const torch::TensorOptions& options)
-    : layer_id(layer_id) {
+    : layer_id(layer_id),
+      dim(dim),
+      attention(register_module("attention", std::move(attention_part))),
+      feed_forward(register_module("feed_forward", std::move(feed_forward_part))),
+      attention_norm(register_module("attention_norm", RMSNorm(dim, norm_eps, options))),
+      ffn_norm(register_module("ffn_norm", RMSNorm(dim, norm_eps, options))) {}
+
+torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
+                                            const torch::Tensor& sin) {
+  auto h = x + attention->forward(attention_norm(x), cos, sin);  // h: [B, S, dim]
+  return h + feed_forward->forward(ffn_norm(h));                 // [B, S, dim]
+}
+
+SavedElements TransformerBlockImpl::saved_elements(bool op_level) const {
+  SavedElements norms{(op_level ? 3 : 4) * dim, 0};
+  return norms + attention->saved_elements(op_level) + feed_forward->saved_elements(op_level);
+}
+
+int64_t TransformerBlockImpl::flops_per_token(int64_t seq_len) const {
+  const int64_t norm_params = attention_norm->weight.numel() + ffn_norm->weight.numel();
+  return 6 * norm_params + attention->flops_per_token(seq_len) +
+         feed_forward->flops_per_token(seq_len);
+}
+
+std::vector<ElementwiseOp*> TransformerBlockImpl::recomputed_ops() {
+  std::vector<ElementwiseOp*> ops = {&attention_norm->compute, &ffn_norm->compute};
+  const std::vector<BlockPart*> parts = {attention.get(), feed_forward.get()};
+  for (auto* part : parts) {
+    const auto part_ops = part->recomputed_ops();
+    ops.insert(ops.end(), part_ops.begin(), part_ops.end());
+  }
+  return ops;
+}
+
+TransformerBlock dense_block(int64_t layer_id, const TransformerArgs& args,
+                             const torch::TensorOptions& options) {
   AttentionOptions attn;
   attn.dim = args.dim;
   attn.n_heads = args.n_heads;
@@ -23,10 +63,8 @@ TransformerBlockImpl::TransformerBlockImpl(int64_t layer_id, const TransformerAr
   attn.qk_norm = args.qk_norm;
   attn.norm_eps = args.norm_eps;
   attn.chunk_size = args.attention_chunk_size;
-  attention = register_module("attention", Attention(attn, options));
-  feed_forward = register_module("feed_forward", FeedForward(args.dim, args.ffn_hidden(), options));
-  attention_norm = register_module("attention_norm", RMSNorm(args.dim, args.norm_eps, options));
-  ffn_norm = register_module("ffn_norm", RMSNorm(args.dim, args.norm_eps, options));
+  auto attention = std::make_shared<AttentionImpl>(attn, options);
+  auto feed_forward = std::make_shared<FeedForwardImpl>(args.dim, args.ffn_hidden(), options);
 
   const double depth = args.depth_init ? double(layer_id + 1) : double(args.n_layers);
   const auto in_rule = InitRule::trunc_normal(0.0, kInitStd, kTruncLow, kTruncHigh);
@@ -39,12 +77,8 @@ TransformerBlockImpl::TransformerBlockImpl(int64_t layer_id, const TransformerAr
   for (auto* m : {attention->wo.get(), feed_forward->w2.get(), feed_forward->w3.get()}) {
     m->init = out_rule;
   }
-}
-
-torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
-                                            const torch::Tensor& sin) {
-  auto h = x + attention->forward(attention_norm(x), cos, sin);  // h: [B, S, dim]
-  return h + feed_forward(ffn_norm(h));                          // [B, S, dim]
+  return TransformerBlock(layer_id, args.dim, args.norm_eps, std::move(attention),
+                          std::move(feed_forward), options);
 }
 
 }  // namespace titan::models

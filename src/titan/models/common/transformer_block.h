@@ -1,13 +1,17 @@
-// One pre-norm decoder block (Llama / Qwen3): h = x + attention(attention_norm(x)), then
-// out = h + feed_forward(ffn_norm(h)). Submodule names follow TorchTitan's TransformerBlock.
+// One pre-norm decoder block: h = x + attention(attention_norm(x)), then
+// out = h + feed_forward(ffn_norm(h)). The attention and the feed-forward network are
+// replaceable parts (block_part.h): grouped-query attention and SwiGLU for Llama and Qwen3
+// (dense_block), other parts for other families. Submodule names follow TorchTitan's
+// TransformerBlock.
 #pragma once
 
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <memory>
+#include <vector>
 
-#include "titan/models/common/attention.h"
-#include "titan/models/common/feed_forward.h"
+#include "titan/models/common/block_part.h"
 #include "titan/models/common/rmsnorm.h"
 #include "titan/models/common/transformer_args.h"
 
@@ -15,22 +19,42 @@ namespace titan::models {
 
 class TransformerBlockImpl : public torch::nn::Module {
  public:
-  /// Block `layer_id` (0-based) of a model shaped by `args`, parameters uninitialised on
-  /// `options`' device, with TorchTitan's init rules: norms to ones; wq, wk, wv, w1 ~
-  /// trunc_normal(0, 0.02, [-2, 2]); wo, w2, w3 ~ trunc_normal(0, std, [-2, 2]) with
-  /// std = 0.02 / sqrt(2 * (layer_id + 1)) when args.depth_init, else 0.02 / sqrt(2 * n_layers).
-  TransformerBlockImpl(int64_t layer_id, const TransformerArgs& args,
+  /// Block `layer_id` (0-based) of width `dim` around the given parts; its norms are RMSNorms
+  /// with `norm_eps` set to ones on `options`' device.
+  TransformerBlockImpl(int64_t layer_id, int64_t dim, double norm_eps,
+                       std::shared_ptr<AttentionPart> attention,
+                       std::shared_ptr<FeedForwardPart> feed_forward,
                        const torch::TensorOptions& options);
 
-  /// x: [B, S, dim]; cos, sin: [S, head_dim] -> [B, S, dim].
+  /// x: [B, S, dim]; cos, sin: [S, rope_dim] -> [B, S, dim].
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin);
 
+  /// The parts, attention first.
+  std::vector<const BlockPart*> parts() const { return {attention.get(), feed_forward.get()}; }
+  /// Elements saved per token for backward: the parts' plus the norms' inputs and outputs in
+  /// the sequence region (4 x dim; 3 x dim under op-level checkpointing, which recomputes the
+  /// norms from their inputs).
+  SavedElements saved_elements(bool op_level) const;
+  /// Training FLOPs per token at `seq_len`: the parts' and 6 x the norms' parameters.
+  int64_t flops_per_token(int64_t seq_len) const;
+  /// What op-level selective checkpointing recomputes: the two norms and the parts' ops.
+  std::vector<ElementwiseOp*> recomputed_ops();
+
   int64_t layer_id;
-  Attention attention{nullptr};
-  FeedForward feed_forward{nullptr};
+  int64_t dim;
+  std::shared_ptr<AttentionPart> attention;
+  std::shared_ptr<FeedForwardPart> feed_forward;
   RMSNorm attention_norm{nullptr};
   RMSNorm ffn_norm{nullptr};
 };
 TORCH_MODULE(TransformerBlock);
+
+/// Llama's and Qwen3's block `layer_id` of a model shaped by `args`: grouped-query attention
+/// (with q/k norms when args.qk_norm) and SwiGLU, parameters uninitialised on `options`'
+/// device, with TorchTitan's init rules: norms to ones; wq, wk, wv, w1 ~ trunc_normal(0, 0.02,
+/// [-2, 2]); wo, w2, w3 ~ trunc_normal(0, std, [-2, 2]) with std = 0.02 / sqrt(2 * (layer_id +
+/// 1)) when args.depth_init, else 0.02 / sqrt(2 * n_layers).
+TransformerBlock dense_block(int64_t layer_id, const TransformerArgs& args,
+                             const torch::TensorOptions& options);
 
 }  // namespace titan::models

@@ -28,9 +28,17 @@ train::TrainSpec transformer_train_spec(const std::string& family, const FlavorT
   spec.name = family;
   for (const auto& [name, args] : flavors) spec.flavors.push_back(name);
   spec.hf_model_types = std::move(hf_model_types);
-  spec.build_on_device = [flavors, family](const std::string& flavor, torch::Device device) {
+  spec.build_part = [flavors, family](const std::string& flavor, torch::Device device,
+                                      const PartRange& part) {
     return std::make_shared<Transformer>(find_flavor(flavors, family, flavor),
-                                         torch::TensorOptions().device(device));
+                                         torch::TensorOptions().device(device), part);
+  };
+  spec.build_on_device = [build = spec.build_part](const std::string& flavor,
+                                                   torch::Device device) {
+    return build(flavor, device, PartRange());
+  };
+  spec.pipeline_split = [flavors, family](const std::string& flavor, const PipelineSplit& split) {
+    return split_for_pipeline(find_flavor(flavors, family, flavor).n_layers, split);
   };
   spec.build = [build = spec.build_on_device](const std::string& flavor) {
     return build(flavor, torch::kCPU);

@@ -7,6 +7,8 @@
 
 #include "titan/errors.h"
 #include "titan/models/common/transformer.h"
+#include "titan/models/common/attention.h"
+#include "titan/models/common/feed_forward.h"
 #include "titan/models/common/transformer_block.h"
 
 namespace titan::models {
@@ -77,13 +79,15 @@ TEST(Transformer, InitStdsFollowTorchTitan) {
   EXPECT_NEAR(std_of(model.tok_embeddings->weight), 1.0, 0.02);
   for (int64_t l = 0; l < args.n_layers; ++l) {
     auto& block = *model.layers[std::to_string(l)]->as<TransformerBlockImpl>();
+    auto& attention = *block.attention->as<AttentionImpl>();
+    auto& ffn = *block.feed_forward->as<FeedForwardImpl>();
     const double depth_std = 0.02 / std::sqrt(2.0 * (l + 1));
-    EXPECT_NEAR(std_of(block.attention->wq->weight) / 0.02, 1.0, 0.02) << l;
-    EXPECT_NEAR(std_of(block.attention->wk->weight) / 0.02, 1.0, 0.02) << l;
-    EXPECT_NEAR(std_of(block.feed_forward->w1->weight) / 0.02, 1.0, 0.02) << l;
-    EXPECT_NEAR(std_of(block.attention->wo->weight) / depth_std, 1.0, 0.02) << l;
-    EXPECT_NEAR(std_of(block.feed_forward->w2->weight) / depth_std, 1.0, 0.02) << l;
-    EXPECT_NEAR(std_of(block.feed_forward->w3->weight) / depth_std, 1.0, 0.02) << l;
+    EXPECT_NEAR(std_of(attention.wq->weight) / 0.02, 1.0, 0.02) << l;
+    EXPECT_NEAR(std_of(attention.wk->weight) / 0.02, 1.0, 0.02) << l;
+    EXPECT_NEAR(std_of(ffn.w1->weight) / 0.02, 1.0, 0.02) << l;
+    EXPECT_NEAR(std_of(attention.wo->weight) / depth_std, 1.0, 0.02) << l;
+    EXPECT_NEAR(std_of(ffn.w2->weight) / depth_std, 1.0, 0.02) << l;
+    EXPECT_NEAR(std_of(ffn.w3->weight) / depth_std, 1.0, 0.02) << l;
     EXPECT_TRUE(torch::equal(block.attention_norm->weight, torch::ones({args.dim})));
   }
   const double out_std = 1.0 / std::sqrt(double(args.dim));

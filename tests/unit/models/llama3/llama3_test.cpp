@@ -6,7 +6,9 @@
 #include "titan/errors.h"
 #include "titan/models/common/generate.h"
 #include "titan/models/common/hf_adapter.h"
+#include "titan/models/common/attention.h"
 #include "titan/models/common/transformer.h"
+#include "titan/models/common/transformer_block.h"
 #include "titan/models/llama3/train_spec.h"
 
 namespace titan {
@@ -125,7 +127,8 @@ TEST(Llama3Flavors, SizesMatchTheReleasedModels) {
   EXPECT_EQ(spec.build_on_device("100M", torch::kMeta)->num_params(), 78662400);
   auto debug = spec.build("debugmodel");
   EXPECT_EQ(debug->shape().vocab_size, 2048);
-  EXPECT_EQ(debug->shape().head_dim, 16);
+  auto* block = debug->blocks().front().module;
+  EXPECT_EQ(block->attention->as<models::AttentionImpl>()->options.head_dim, 16);
 }
 
 // 8B by hand: per layer wq 4096^2 + wk, wv 1024 x 4096 each + wo 4096^2, FFN 3 x 4096 x 14336,

@@ -3,8 +3,10 @@
 #include <gtest/gtest.h>
 
 #include "../hf_parity.h"
+#include "titan/models/common/attention.h"
 #include "titan/models/common/generate.h"
 #include "titan/models/common/transformer.h"
+#include "titan/models/common/transformer_block.h"
 #include "titan/models/qwen3/train_spec.h"
 
 namespace titan {
@@ -76,7 +78,8 @@ TEST(Qwen3Flavors, SizesMatchTheReleasedModels) {
   // 8B (untied): Qwen3-8B's 8,190,735,360 parameters.
   EXPECT_EQ(spec.build_on_device("8B", torch::kMeta)->num_params(), 8190735360);
   auto debug = spec.build("debugmodel");
-  EXPECT_EQ(debug->shape().head_dim, 128);
+  auto* block = debug->blocks().front().module;
+  EXPECT_EQ(block->attention->as<models::AttentionImpl>()->options.head_dim, 128);
   EXPECT_EQ(debug->shape().vocab_size, 2048);
 }
 

@@ -1,0 +1,89 @@
+// The default pipeline split against TorchTitan's own: tests/data/torchtitan_pipeline_splits.json
+// holds the module names of every stage that TorchTitan's _generate_llm_fqn_per_model_part
+// gives, or its refusal (recorded by scripts/record_torchtitan_pipeline_split.py, commit in the
+// file). The family's hook splits real flavors into parts that hold the whole model.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+#include "titan/errors.h"
+#include "titan/models/common/pipeline_split.h"
+#include "titan/models/common/transformer.h"
+#include "titan/train/train_spec.h"
+
+namespace titan::models {
+namespace {
+
+// A part's pieces by TorchTitan's module names (its output projection is "lm_head").
+std::vector<std::string> fqns(const PartRange& part) {
+  std::vector<std::string> names;
+  if (part.embedding) names.push_back("tok_embeddings");
+  for (int64_t l = part.first_layer; l < part.end_layer; ++l) {
+    names.push_back("layers." + std::to_string(l));
+  }
+  if (part.output) {
+    names.push_back("norm");
+    names.push_back("lm_head");
+  }
+  return names;
+}
+
+TEST(PipelineSplit, EveryCaseMatchesTorchTitan) {
+  std::ifstream in(std::string(TITAN_SOURCE_DIR) + "/tests/data/torchtitan_pipeline_splits.json");
+  const auto cases = nlohmann::json::parse(in)["cases"];
+  ASSERT_GE(cases.size(), 15u);
+  int refused = 0;
+  for (const auto& c : cases) {
+    PipelineSplit split{c["num_stages"], c["input_weight"], c["output_weight"]};
+    const int64_t layers = c["num_layers"];
+    const std::string name = c.dump();
+    if (c.contains("error")) {
+      EXPECT_THROW(split_for_pipeline(layers, split), ConfigError) << name;
+      ++refused;
+      continue;
+    }
+    std::vector<std::vector<std::string>> got;
+    for (const auto& part : split_for_pipeline(layers, split)) got.push_back(fqns(part));
+    EXPECT_EQ(got, c["stages"].get<std::vector<std::vector<std::string>>>()) << name;
+  }
+  EXPECT_GE(refused, 3);
+}
+
+TEST(PipelineSplit, RefusalsNameTheNumbers) {
+  try {
+    split_for_pipeline(6, {9, 1, 1});
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("9 pipeline stages cannot share 8 layers"),
+              std::string::npos)
+        << e.what();
+  }
+  try {
+    split_for_pipeline(6, {6, 2, 1});
+    FAIL();
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("first_stage_less_layers (2)"), std::string::npos)
+        << e.what();
+  }
+}
+
+// The TrainSpec hook splits a flavor by its layer count, and the stages built from it hold
+// between them every parameter of the whole model exactly once.
+TEST(PipelineSplit, TheFamilysHookSplitsAFlavorIntoPartsThatCoverTheModel) {
+  const auto& spec = train::get_train_spec("llama3");
+  const auto stages = spec.pipeline_split("8B", {4, 1, 1});
+  ASSERT_EQ(stages.size(), 4u);
+  EXPECT_EQ(fqns(stages[0]).size(), 1u + 8);  // 34 effective layers: 9, 9, 8, 8
+  EXPECT_EQ(stages[3].end_layer, 32);
+  auto whole = spec.build_on_device("8B", torch::kMeta);
+  int64_t params = 0;
+  for (const auto& range : stages) {
+    params += spec.build_part("8B", torch::kMeta, range)->num_params();
+  }
+  EXPECT_EQ(params, whole->num_params());
+  EXPECT_THROW(spec.pipeline_split("8B", {40, 1, 1}), ConfigError);
+}
+
+}  // namespace
+}  // namespace titan::models
