@@ -23,6 +23,10 @@ DeviceMesh DeviceMesh::build(const ParallelDims& dims, World& world) {
   for (const auto& [name, mesh_dims] : kMeshes) {
     mesh.groups_[name] = world.new_group(dims.group_ranks(rank, mesh_dims), name);
   }
+  if (dims.ep_enabled()) {
+    mesh.groups_["ep"] = world.new_group(dims.sparse_group_ranks(rank, true), "ep");
+    mesh.groups_["efsdp"] = world.new_group(dims.sparse_group_ranks(rank, false), "efsdp");
+  }
   return mesh;
 }
 

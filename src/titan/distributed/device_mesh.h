@@ -4,6 +4,8 @@
 //   dp            dp_replicate x dp_shard: ranks that read different batches
 //   dp_shard_cp   dp_shard x cp: FSDP shards parameters over it
 //   loss          dp_replicate x dp_shard x cp: the loss, its token count and metrics
+//   ep, efsdp     with expert parallelism only: the sparse mesh's expert-parallel and
+//                 expert-FSDP groups (parallel_dims.h)
 // A dimension of degree 1 is a group of this rank alone, on which every collective is free.
 #pragma once
 

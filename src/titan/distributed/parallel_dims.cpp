@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "titan/config/resolve.h"
+#include "titan/errors.h"
 #include "titan/platform/logging.h"
 
 namespace titan::distributed {
@@ -29,6 +30,14 @@ ParallelDims ParallelDims::from_config(const config::ParallelismSection& p, int 
   d.ep = static_cast<int>(p.expert_parallel_degree);
   d.world_size = world_size;
   d.dp_shard = static_cast<int>(config::resolve_shard_degree(p, world_size));
+  const int region = d.dp_shard * d.cp * d.tp;
+  if (d.ep < 1 || region % d.ep != 0) {
+    throw ConfigError(fmt::format(
+        "parallelism.expert_parallel_degree = {} must divide the ranks it borrows from: "
+        "data_parallel_shard_degree x context_parallel_degree x tensor_parallel_degree = "
+        "{} x {} x {} = {}",
+        d.ep, d.dp_shard, d.cp, d.tp, region));
+  }
   return d;
 }
 
@@ -62,6 +71,19 @@ std::vector<int> ParallelDims::group_ranks(int rank, const std::vector<MeshDim>&
       rest /= sizes[i];
     }
     ranks.push_back(rank_of(c, sizes));
+  }
+  return ranks;
+}
+
+std::vector<int> ParallelDims::sparse_group_ranks(int rank, bool ep_group) const {
+  const int region = dp_shard * cp * tp;  // the last mesh dimensions: contiguous ranks
+  const int outer = rank / region, in_region = rank % region;
+  const int ep_index = in_region % ep, efsdp_index = in_region / ep;
+  std::vector<int> ranks;
+  const int count = ep_group ? ep : efsdp();
+  for (int i = 0; i < count; ++i) {
+    const int member = ep_group ? efsdp_index * ep + i : i * ep + ep_index;
+    ranks.push_back(outer * region + member);
   }
   return ranks;
 }

@@ -1,6 +1,10 @@
 // The device mesh as a small value type (TorchTitan's ParallelDims): the degree of each
 // dimension, validation against the world size, and which ranks share a group. Mesh order is
-// [pp, dp_replicate, dp_shard, cp, tp] with tp varying fastest, as in TorchTitan.
+// [pp, dp_replicate, dp_shard, cp, tp] with tp varying fastest, as in TorchTitan. Expert
+// parallelism borrows its ranks from the dense region dp_shard x cp x tp, which TorchTitan's
+// sparse mesh [pp, dp_replicate, efsdp, ep] lays out again with ep fastest: ep consecutive
+// ranks of the region hold different experts, and the efsdp ranks that hold the same experts
+// shard them (FSDP of the expert weights).
 #pragma once
 
 #include <array>
@@ -24,7 +28,8 @@ struct ParallelDims {
 
   /// Degrees from `parallelism.*` with data_parallel_shard_degree = -1 resolved to the leftover
   /// ranks. Throws ConfigError when the product differs from `world_size`
-  /// (config::resolve_shard_degree).
+  /// (config::resolve_shard_degree) or when expert_parallel_degree does not divide
+  /// dp_shard x cp x tp.
   static ParallelDims from_config(const config::ParallelismSection& p, int world_size);
 
   int dp() const { return dp_replicate * dp_shard; }
@@ -35,6 +40,9 @@ struct ParallelDims {
   bool tp_enabled() const { return tp > 1; }
   bool cp_enabled() const { return cp > 1; }
   bool pp_enabled() const { return pp > 1; }
+  bool ep_enabled() const { return ep > 1; }
+  /// Ranks sharding the expert weights that hold the same experts: dp_shard x cp x tp / ep.
+  int efsdp() const { return dp_shard * cp * tp / ep; }
   /// Ranks that work on the same batch: tps and MFU are per rank of these (TorchTitan).
   int non_data_parallel_size() const { return cp * tp * pp; }
   /// What training.seq_len must divide by: tp for sequence-parallel shards, 2 x cp for the
@@ -48,6 +56,10 @@ struct ParallelDims {
   /// Global ranks that share every coordinate with `rank` except those in `dims`, ordered by
   /// the flattened coordinate of `dims` (the members of rank's group over those dimensions).
   std::vector<int> group_ranks(int rank, const std::vector<MeshDim>& dims) const;
+
+  /// The members of `rank`'s expert-parallel group (`ep_group` true: the ep consecutive ranks
+  /// of its sparse region) or of its expert-FSDP group (the efsdp ranks with its ep index).
+  std::vector<int> sparse_group_ranks(int rank, bool ep_group) const;
 
   /// "pp 1 x dp_replicate 1 x dp_shard 4 x cp 1 x tp 1 (world 4)".
   std::string describe() const;
