@@ -3,6 +3,9 @@
 // on 1 rank, 2 ranks, and 1 rank with 2 accumulation steps gives the same per-step losses and
 // gradient norms.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <fstream>
@@ -22,7 +25,7 @@ void expect_learns(const RunResult& r, int steps) {
   for (const auto& rec : r.records) {
     for (const char* key : {"step", "loss", "grad_norm", "lr", "tps", "tflops", "mfu",
                             "memory_gib", "tokens_seen", "consumed_samples", "step_time_s",
-                            "data_time_s"}) {
+                            "data_time_s", "cpu_threads"}) {
       ASSERT_TRUE(rec.contains(key)) << key;
     }
     EXPECT_TRUE(std::isfinite(rec["loss"].get<double>()));
@@ -85,6 +88,26 @@ TEST(Train, Tp2Fsdp2SacConfigsTrainWithAccumulationAndBf16) {
       EXPECT_NE(r.command.output.find(text), std::string::npos) << module << ": " << text;
     }
   }
+}
+
+// A rank of 2 threads sharing the cores with a CPU-bound process drops to 1 thread during the
+// run (platform/cpu_threads.h): the switch is logged and metrics.jsonl records it.
+TEST(Train, ARankFollowsTheCoresAnotherProcessLeavesFree) {
+  const pid_t spinner = fork();
+  if (spinner == 0) {
+    for (;;) {
+    }
+  }
+  auto r = train("NGPU=1 OMP_NUM_THREADS=2",
+                 "--module llama3 --config llama3_debugmodel --training.steps 8 "
+                 "--training.seq_len 256 --training.local_batch_size 2");
+  kill(spinner, SIGKILL);
+  waitpid(spinner, nullptr, 0);
+  ASSERT_EQ(r.command.exit_code, 0) << r.command.output;
+  EXPECT_NE(r.command.output.find("1 OpenMP thread(s) from now on (was 2"), std::string::npos)
+      << r.command.output;
+  ASSERT_FALSE(r.records.empty());
+  EXPECT_EQ(r.records.back()["cpu_threads"].get<int>(), 1);
 }
 
 TEST(Train, SameGlobalBatchSameLossesAcrossLayouts) {

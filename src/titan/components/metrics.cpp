@@ -49,7 +49,8 @@ void MetricsLogger::record(const StepMetrics& m) {
                       {"tokens_seen", m.tokens_seen},
                       {"consumed_samples", m.consumed_samples},
                       {"step_time_s", m.step_time_s},
-                      {"data_time_s", m.data_time_s}};
+                      {"data_time_s", m.data_time_s},
+                      {"cpu_threads", m.cpu_threads}};
   *jsonl_ << j.dump() << "\n";
   jsonl_->flush();
 }

@@ -23,6 +23,7 @@ struct StepMetrics {
   int64_t consumed_samples = 0;  // global samples trained on so far (the data position)
   double step_time_s = 0;   // mean seconds per step since the last record
   double data_time_s = 0;   // mean seconds per step spent loading data
+  int64_t cpu_threads = 0;  // intra-op threads at the record (they follow the free cores)
 };
 
 /// "step: 10  loss: 5.1234  grad_norm: 1.2345  memory: 1.23GiB(4.56%)  tps: 12,345
@@ -31,7 +32,7 @@ std::string format_step_line(const StepMetrics& m);
 
 /// Writes step lines to the log and, when `jsonl_path` is non-empty, one JSON object per
 /// record to it (keys step, loss, grad_norm, lr, tps, tflops, mfu, memory_gib, tokens_seen,
-/// consumed_samples, step_time_s, data_time_s). A resumed run appends.
+/// consumed_samples, step_time_s, data_time_s, cpu_threads). A resumed run appends.
 class MetricsLogger {
  public:
   explicit MetricsLogger(const std::string& jsonl_path);

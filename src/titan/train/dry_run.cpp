@@ -69,7 +69,14 @@ int dry_run(const config::JobConfig& job, int world_size, std::ostream& out) {
                      dims.dp(), t.local_batch_size, t.seq_len, global,
                      global / (t.local_batch_size * dims.dp()),
                      components::with_commas(global * t.seq_len));
-  auto model = get_train_spec(job.model.name).build_on_device(job.model.flavor, torch::kMeta);
+  const auto& spec = get_train_spec(job.model.name);
+  try {
+    spec.pipeline_split(job.model.flavor, models::PipelineSplit{dims.pp});
+  } catch (const ConfigError& e) {
+    throw ConfigError(fmt::format("parallelism.pipeline_parallel_degree = {}: {}", dims.pp,
+                                  e.what()));
+  }
+  auto model = spec.build_on_device(job.model.flavor, torch::kMeta);
   distributed::check_tensor_parallel(*model, dims.tp, t.seq_len,
                                      !job.parallelism.disable_sequence_parallel);
   auto plan = tools::plan_layout(*model, job, dims);

@@ -50,7 +50,7 @@ void check_trainable(const config::JobConfig& job, const distributed::ParallelDi
 
 Trainer::Trainer(config::JobConfig job, distributed::WorldInfo world)
     : job_(std::move(job)),
-      threads_(platform::configured_threads(world.local_world_size),
+      threads_(platform::configured_threads(world.local_world_size), world.local_world_size,
                /*adapt=*/!job_.training.deterministic) {
   platform::enable_memory_counting();
   // As TorchTitan's training.deterministic: an op without a deterministic kernel is an error.
@@ -177,7 +177,8 @@ void Trainer::write_manifest() {
       {"versions", components::environment_versions()},
       {"config_toml", config::to_toml(job_)},
       {"world", {{"world_size", dims_.world_size}, {"layout", dims_.describe()},
-                 {"dp", dims_.dp()}, {"threads_per_rank", torch::get_num_threads()}}},
+                 {"dp", dims_.dp()}, {"threads_per_rank", threads_.max_threads()},
+                 {"threads_follow_free_cores", threads_.adapts()}}},
       {"model", {{"name", job_.model.name}, {"flavor", job_.model.flavor},
                  {"parameters", num_params_}, {"flops_per_token", flops_per_token_}}},
       {"data", {{"tokenizer", tokenizer_->describe()}, {"files", files},
@@ -381,6 +382,7 @@ void Trainer::train() {
     platform::reset_peak_tensor_bytes();
     m.tokens_seen = consumed_samples_ * t.seq_len;
     m.consumed_samples = consumed_samples_;
+    m.cpu_threads = threads_.threads();
     metrics_->record(m);
     window_start = Clock::now();
     window_data = 0;

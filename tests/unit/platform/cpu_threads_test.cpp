@@ -1,6 +1,6 @@
 // The thread governor: the decision from free cores, the CPU accounting it reads (another
-// process's busy core counts as other work, this process's own work does not), and a governor
-// that gives a core back while a competing process spins. The checks hold on any core count
+// process's busy core counts as outside work, this process's and its sibling ranks' do not),
+// and a governor that gives a core back while a competing process spins. The checks hold on any core count
 // and under extra load from other tests: they bound from the side that load cannot push.
 #include <gtest/gtest.h>
 #include <sched.h>
@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <thread>
 
 #include "support/skip.h"
@@ -53,14 +54,18 @@ double rusage_cpu_seconds() {
   return s(u.ru_utime) + s(u.ru_stime);
 }
 
-TEST(ThreadsForFreeCores, RoundsTheFreeCoresWithinOneAndTheMaximum) {
-  EXPECT_EQ(threads_for_free_cores(2, 0.0, 2), 2);
-  EXPECT_EQ(threads_for_free_cores(2, 0.3, 2), 2);   // a daemon's blip keeps both
-  EXPECT_EQ(threads_for_free_cores(2, 0.7, 2), 1);   // a competitor sharing a core
-  EXPECT_EQ(threads_for_free_cores(2, 1.0, 2), 1);
-  EXPECT_EQ(threads_for_free_cores(2, 2.6, 2), 1);   // never below one
-  EXPECT_EQ(threads_for_free_cores(16, 2.0, 4), 4);  // never above the configured count
-  EXPECT_EQ(threads_for_free_cores(8, 5.2, 4), 3);   // this node's other ranks count as other
+TEST(ThreadsForFreeCores, SharesTheRoundedFreeCoresWithinOneAndTheMaximum) {
+  EXPECT_EQ(threads_for_free_cores(2, 0.0, 1, 2), 2);
+  EXPECT_EQ(threads_for_free_cores(2, 0.3, 1, 2), 2);   // a daemon's blip keeps both
+  EXPECT_EQ(threads_for_free_cores(2, 0.7, 1, 2), 1);   // a competitor sharing a core
+  EXPECT_EQ(threads_for_free_cores(2, 1.0, 1, 2), 1);
+  EXPECT_EQ(threads_for_free_cores(2, 2.6, 1, 2), 1);   // never below one
+  EXPECT_EQ(threads_for_free_cores(16, 2.0, 1, 4), 4);  // never above the configured count
+  // Two ranks of 8 threads on 16 cores: quiet, both keep 8; one competing process leaves 15
+  // free cores, 7 each (not 8 and 8 oversubscribed); the ranks' own work is never outside.
+  EXPECT_EQ(threads_for_free_cores(16, 0.0, 2, 8), 8);
+  EXPECT_EQ(threads_for_free_cores(16, 1.0, 2, 8), 7);
+  EXPECT_EQ(threads_for_free_cores(16, 1.0, 2, 7), 7);  // stays: no flapping back to 8
 }
 
 TEST(CpuUsage, AnotherProcessesBusyCoreIsOtherWork) {
@@ -72,7 +77,7 @@ TEST(CpuUsage, AnotherProcessesBusyCoreIsOtherWork) {
   auto w = usage.next();
   EXPECT_GE(w.cores, 1);
   EXPECT_GT(w.wall_s, 1.4);
-  EXPECT_GE(w.other_cores(), 0.7) << "busy " << w.busy_cores << " self " << w.self_cores;
+  EXPECT_GE(w.outside_cores(), 0.7) << "busy " << w.busy_cores << " self " << w.self_cores;
   EXPECT_LT(w.self_cores, 0.2);
 }
 
@@ -86,15 +91,34 @@ TEST(CpuUsage, ThisProcessesWorkIsItsOwn) {
   auto w = usage.next();
   EXPECT_NEAR(w.self_cores, cpu / w.wall_s, 0.05);
   EXPECT_GT(w.self_cores, 0.3);  // it got at least a third of a core, even on a loaded machine
-  EXPECT_LT(w.other_cores(), w.busy_cores - 0.25);  // its own work is not counted as other
+  EXPECT_LT(w.outside_cores(), w.busy_cores - 0.25);  // its own work is not counted as outside
   // The machine's count includes this process's work (5 ms ticks of slack).
   EXPECT_GE(w.busy_cores, w.self_cores - 0.05);
+}
+
+// Two forked children are siblings (same parent, same executable), as a launcher's ranks are:
+// the one measuring counts the other's spinning as its node's own work, not outside work.
+TEST(CpuUsage, ASiblingRanksWorkIsThisNodesOwn) {
+  Spinner sibling;
+  const pid_t measurer = fork();
+  if (measurer == 0) {
+    CpuUsage usage(/*with_siblings=*/true);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    const auto w = usage.next();
+    const bool ok = w.family_cores >= 0.6 && w.outside_cores() < w.busy_cores - 0.5;
+    std::fprintf(stderr, "busy %.2f family %.2f outside %.2f\n", w.busy_cores, w.family_cores,
+                 w.outside_cores());
+    _exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(measurer, &status, 0);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
 }
 
 TEST(ThreadGovernor, GivesACoreBackWhileAnotherProcessSpins) {
   const int cores = allowed_cores();
   if (cores < 2) TITAN_SKIP_OR_FAIL("one core: nothing to give back");
-  ThreadGovernor governor(cores, /*adapt=*/true);
+  ThreadGovernor governor(cores, 1, /*adapt=*/true);
   governor.apply();
   ASSERT_EQ(torch::get_num_threads(), cores);
   Spinner spinner;
@@ -111,7 +135,7 @@ TEST(ThreadGovernor, GivesACoreBackWhileAnotherProcessSpins) {
 
 TEST(ThreadGovernor, KeepsItsThreadsWhenNotAdapting) {
   const int cores = std::max(2, allowed_cores());
-  ThreadGovernor governor(cores, /*adapt=*/false);
+  ThreadGovernor governor(cores, 1, /*adapt=*/false);
   Spinner spinner;
   std::this_thread::sleep_for(std::chrono::milliseconds(2500));
   governor.apply();

@@ -17,9 +17,8 @@ void check_split(int64_t n_layers, const PipelineSplit& s, int64_t per_stage) {
   }
   if (s.input_weight > per_stage || s.output_weight > per_stage) {
     throw ConfigError(fmt::format(
-        "parallelism.pipeline_parallel_first_stage_less_layers ({}) and "
-        "_last_stage_less_layers ({}) must not exceed the {} layers per stage of {} stages "
-        "over {} layers",
+        "the embedding counted as {} layers and the norm and output as {} must each fit in the "
+        "{} layers per stage of {} stages over {} layers: use fewer stages or lighter weights",
         s.input_weight, s.output_weight, per_stage, s.num_stages, effective));
   }
 }

@@ -1,8 +1,8 @@
 // How a decoder-only model is cut into pipeline stages (TorchTitan's default split,
 // generate_llm_fqn_per_model_part): the embedding counts as `input_weight` layers and the final
-// norm + output as `output_weight` layers (parallelism.pipeline_parallel_first_stage_less_layers
-// / _last_stage_less_layers, default 1 each); these effective layers are spread evenly over the
-// stages, the first stages taking one more when they do not divide. Stage 0 holds the embedding
+// norm + output as `output_weight` layers (TorchTitan's first/last_stage_less_layers, default 1
+// each; their keys come with pipeline parallelism); these effective layers are spread evenly
+// over the stages, the first stages taking one more when they do not divide. Stage 0 holds the embedding
 // and its share of blocks, the last stage its blocks and the norm + output, the others blocks
 // only.
 #pragma once

@@ -98,11 +98,15 @@ std::vector<BlockRef> Transformer::blocks() {
 }
 
 int64_t Transformer::flops_per_token(int64_t seq_len) {
-  // The whole model's blocks, also those another part holds.
   int64_t flops = 6 * (args_.dim + (args_.tie_embeddings ? 0 : args_.vocab_size * args_.dim));
   for (int64_t i = 0; i < args_.n_layers; ++i) {
-    flops += dense_block(i, args_, torch::TensorOptions().device(torch::kMeta))
-                 ->flops_per_token(seq_len);
+    const auto key = std::to_string(i);
+    if (layers->contains(key)) {
+      flops += layers[key]->as<TransformerBlockImpl>()->flops_per_token(seq_len);
+    } else {  // another part's block, as this family builds it
+      flops += dense_block(i, args_, torch::TensorOptions().device(torch::kMeta))
+                   ->flops_per_token(seq_len);
+    }
   }
   return flops;
 }

@@ -45,7 +45,9 @@ class Transformer : public CausalLM {
   }
   /// TorchTitan's count: every block's (its parts', block_part.h: 6 x parameters, + 12 x heads
   /// x head_dim x seq_len for attention) + 6 x the final norm and the output (with tied
-  /// embeddings the shared matrix counts as the embedding). The whole model's, in any part.
+  /// embeddings the shared matrix counts as the embedding). The whole model's, in any part:
+  /// its own blocks as they are, the others as dense_block builds them. Asked before
+  /// parallelisms (they narrow the parts).
   int64_t flops_per_token(int64_t seq_len) override;
 
   const TransformerArgs& args() const { return args_; }

@@ -72,6 +72,8 @@ TEST(TransformerBlock, SavedElementsAndFlopsComeFromTheParts) {
   EXPECT_EQ(swiglu->saved_elements(false).sequence, relu->saved_elements(false).sequence);
   EXPECT_EQ(swiglu->flops_per_token(64) - relu->flops_per_token(64),
             6 * (3 * 32 * 96 - 2 * 32 * 40));
+  EXPECT_EQ(dense.flops_per_token(64) - mixed.flops_per_token(64),
+            6 * (3 * 32 * 96 - 2 * 32 * 40));
 
   // The planner sums what each block says it saves (1 rank, no checkpointing, fp32).
   auto job = config::resolve(config::parse_command_line(
