@@ -90,12 +90,13 @@ double sibling_cpu_seconds() {
   namespace fs = std::filesystem;
   std::error_code ec;
   const auto self_exe = fs::read_symlink("/proc/self/exe", ec);
-  const pid_t parent = getppid(), self = getpid();
+  const pid_t parent = getppid();
+  const std::string self = std::to_string(getpid());
   double total = 0;
   for (const auto& entry : fs::directory_iterator("/proc", ec)) {
     const std::string pid = entry.path().filename().string();
     if (pid.empty() || !std::isdigit(static_cast<unsigned char>(pid[0])) ||
-        pid == std::to_string(self)) {
+        pid == self) {
       continue;
     }
     ProcStat stat;
