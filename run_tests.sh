@@ -3,8 +3,6 @@
 # Extra arguments go to ctest (e.g. ./run_tests.sh -R config).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/scripts/setup.sh"
-# Tests only: the PyTorch reference of bench/reference/ is the parity oracle.
-TITAN_PACKAGES+=(python3-torch)
 titan_setup
 cd "$TITAN_ROOT/build"
 # ctest runs two tests at once and a test may start several ranks: one intra-op thread per

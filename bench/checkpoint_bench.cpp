@@ -64,7 +64,7 @@ int main(int argc, char** argv) {
   config.enable = true;
   config.keep_latest_k = 0;
   auto world = std::make_shared<titan::distributed::ProcessGroup>(
-      c10::intrusive_ptr<titan::compat::CommBackend>(), std::vector<int>{0}, "world", 0,
+      c10::intrusive_ptr<c10d::Backend>(), std::vector<int>{0}, "world", 0,
       std::chrono::seconds(60));
   const ckpt::ModelIdentity model{"bench", "bench"};
   const auto pieces = shard(full, 0, 1);

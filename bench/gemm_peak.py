@@ -1,29 +1,17 @@
 """Measured fp32 GEMM throughput of one process: the MFU denominator of run_throughput.sh.
 
-Square n x n float32 matmuls through PyTorch (Debian's python3-torch and titan's LibTorch share
-one BLAS, libblas.so.3 -> OpenBLAS, so this is the roof of both), best of --reps after a
-warm-up, on --threads intra-op threads. Prints one JSON line: gflops, the OpenBLAS kernel
-family in use (OPENBLAS_CORETYPE decides it when set), threads, n.
-Run with /usr/bin/python3.
+Square n x n float32 matmuls through PyTorch (the wheel titan builds on: the reference and
+titan's LibTorch run the same oneMKL, so this is the roof of both), best of --reps after a
+warm-up, on --threads intra-op threads. Prints one JSON line: gflops, ATen's CPU capability in
+use ("AVX512", ...), threads, n. Run with the Python of scripts/setup.sh's environment.
 """
 
 import argparse
-import ctypes
 import json
 import os
 import time
 
 import torch
-
-
-def openblas_core() -> str:
-    """OpenBLAS's kernel family ("SkylakeX", "Cooperlake", ...), or "" if not OpenBLAS."""
-    try:
-        lib = ctypes.CDLL("libopenblas.so.0")
-    except OSError:
-        return ""
-    lib.openblas_get_corename.restype = ctypes.c_char_p
-    return lib.openblas_get_corename().decode()
 
 
 def main() -> None:
@@ -40,7 +28,7 @@ def main() -> None:
         start = time.perf_counter()
         torch.matmul(a, b, out=c)
         best = max(best, 2.0 * args.n ** 3 / (time.perf_counter() - start))
-    print(json.dumps({"gflops": best / 1e9, "core": openblas_core(),
+    print(json.dumps({"gflops": best / 1e9, "core": torch.backends.cpu.get_cpu_capability(),
                       "threads": torch.get_num_threads(), "n": args.n}))
 
 

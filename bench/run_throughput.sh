@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# titan against plain PyTorch eager (bench/reference), side by side on this machine: the same
-# model, weights, data, shapes, steps, threads, dtype (float32) and BLAS kernels, run
-# alternately, several repetitions. Prints one table (bench/throughput_table.py) and keeps
+# titan against plain PyTorch (bench/reference), eager and under torch.compile, side by side on
+# this machine: the same model, weights, data, shapes, steps, threads, dtype (float32) and BLAS,
+# run alternately, several repetitions. Prints one table (bench/throughput_table.py) and keeps
 # every measurement in bench/results/throughput-<date>-<time>.jsonl (see bench/README.md).
 #
 #   bench/run_throughput.sh [--reps N] [--steps N] [--configs debug,100m] [--layouts 1x2,2x1]
-#                           [--load N] [--out FILE]
+#                           [--impls titan,eager,compile] [--load N] [--out FILE]
 #
 # Configs (issue 7): debug = llama3 debugmodel at seq 2048 x local batch 2; 100m = llama3 100M
 # flavor (dim 768, 12 layers, 12 heads, 4 KV heads) at seq 1024 x local batch 4. Layouts:
@@ -14,12 +14,15 @@
 # Step 1 of each run is warm-up and not counted; a run's tokens/s uses the median of the other
 # steps. Runs at nice 10. --load N keeps N CPU-bound processes (nice 0) running for the whole
 # benchmark, so both sides share the cores with the same competing load (issue 12: a shared
-# machine). Needs a built build/titan.
+# machine). torch.compile's first step includes compiling (it is the warm-up step). Needs a
+# built build/titan and the Python environment of scripts/setup.sh.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
+source "$root/scripts/setup.sh"
+titan_python_env
 titan="${TITAN_BIN:-$root/build/titan}"
-python=/usr/bin/python3
-reps=3 steps=4 configs=debug,100m layouts=1x2,2x1 load=0
+python=$TITAN_PYTHON
+reps=3 steps=4 configs=debug,100m layouts=1x2,2x1 impls=titan,eager,compile load=0
 out="$root/bench/results/throughput-$(date +%Y%m%d-%H%M%S).jsonl"
 while (($#)); do
   case $1 in
@@ -27,34 +30,16 @@ while (($#)); do
     --steps) steps=$2; shift 2 ;;
     --configs) configs=$2; shift 2 ;;
     --layouts) layouts=$2; shift 2 ;;
+    --impls) impls=$2; shift 2 ;;
     --load) load=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     *) echo "usage: $0 [--reps N] [--steps N] [--configs debug,100m] [--layouts 1x2,2x1]" \
-         "[--load N] [--out FILE]" >&2; exit 2 ;;
+         "[--impls titan,eager,compile] [--load N] [--out FILE]" >&2; exit 2 ;;
   esac
 done
 ((steps >= 2)) || { echo "--steps must be at least 2 (step 1 is warm-up)" >&2; exit 2; }
 [[ -x $titan ]] || { echo "$titan not built: run ./run_tests.sh or scripts/setup.sh" >&2; exit 2; }
-$python -c 'import torch' 2>/dev/null \
-  || { echo "$python lacks torch: apt-get install python3-torch" >&2; exit 2; }
 [[ -x /usr/bin/time ]] || { echo "/usr/bin/time missing: apt-get install time" >&2; exit 2; }
-
-# Both sides get the same OpenBLAS kernels. titan re-executes itself with OPENBLAS_CORETYPE when
-# OpenBLAS falls back to pre-AVX2 kernels (src/titan/platform/blas.cpp); apply the same rule
-# here so that Python gets what titan gets (a value already set is kept).
-if [[ -z ${OPENBLAS_CORETYPE:-} ]]; then
-  core=$(cd "$root/bench" && $python -c 'import gemm_peak; print(gemm_peak.openblas_core())')
-  case $core in
-    Prescott|Core2|Penryn|Dunnington|Nehalem|Atom|Katmai|Coppermine|Northwood|Banias|Sandybridge)
-      flags=$(grep -m1 '^flags' /proc/cpuinfo)
-      if [[ $flags =~ avx512f && $flags =~ avx512bw && $flags =~ avx512dq && $flags =~ avx512vl \
-            && $flags =~ avx512cd ]]; then
-        export OPENBLAS_CORETYPE=SkylakeX
-      elif [[ $flags =~ avx2 && $flags =~ fma ]]; then
-        export OPENBLAS_CORETYPE=Haswell
-      fi ;;
-  esac
-fi
 
 work="$(mktemp -d)"
 load_pids=()
@@ -154,13 +139,13 @@ rev = subprocess.run(["git", "-C", root, "describe", "--always", "--dirty"], cap
 print(json.dumps({"impl": "machine", "event": event, "time": time.strftime("%Y-%m-%dT%H:%M:%S"),
                   "loadavg_1m": os.getloadavg()[0], "cpu": cpu, "cores": os.cpu_count(),
                   "titan_revision": rev, "torch": torch.__version__,
-                  "OPENBLAS_CORETYPE": os.environ.get("OPENBLAS_CORETYPE", ""),
+                  "cpu_capability": torch.backends.cpu.get_cpu_capability(),
                   "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", ""),
                   "reps": int(reps), "steps": int(steps), "competing_load": int(load)}))
 EOF
 }
 
-echo "titan vs PyTorch eager; OPENBLAS_CORETYPE=${OPENBLAS_CORETYPE:-unset}; results -> $out"
+echo "titan vs PyTorch ($impls); results -> $out"
 machine start
 for ((i = 0; i < load; i++)); do
   $python -c 'while True: pass' &
@@ -173,6 +158,7 @@ if ((load == 0)) &&
 fi
 IFS=, read -ra config_list <<< "$configs"
 IFS=, read -ra layout_list <<< "$layouts"
+IFS=, read -ra impl_list <<< "$impls"
 for config in "${config_list[@]}"; do
   case $config in
     debug) shape=(--model.flavor debugmodel --training.seq_len 2048
@@ -197,9 +183,12 @@ for config in "${config_list[@]}"; do
     fi
     "$titan" config "${common[@]}" "${dp[@]}" > "$work/$config-$layout.toml"
     for ((rep = 1; rep <= reps; rep++)); do
-      # Alternate which side goes first, so neither always runs on a warmer machine.
-      order=(titan reference)
-      ((rep % 2 == 0)) && order=(reference titan)
+      # Alternate the order, so no side always runs on a warmer machine.
+      order=("${impl_list[@]}")
+      if ((rep % 2 == 0)); then
+        order=()
+        for ((i = ${#impl_list[@]} - 1; i >= 0; i--)); do order+=("${impl_list[i]}"); done
+      fi
       for impl in "${order[@]}"; do
         roof "$config" "$layout" "$ranks" "$threads" "before $impl rep $rep"
         dir="$work/$config-$layout-$impl-$rep"
@@ -208,11 +197,13 @@ for config in "${config_list[@]}"; do
             --job.dump_folder "$dir/dump"
           record titan "$config" "$layout" "$rep" "$dir" "$dir/dump/metrics.jsonl"
         else
-          launch "$ranks" "$threads" "$dir" $python "$root/bench/reference/train.py" \
+          compile=()
+          [[ $impl == compile ]] && compile=(--compile)
+          launch "$ranks" "$threads" "$dir" "$python" "$root/bench/reference/train.py" \
             --config "$work/$config-$layout.toml" \
             --checkpoint "$work/seed-$config/checkpoint/step-0" \
-            --tokens "$tokens" --metrics "$dir/ref.jsonl"
-          record reference "$config" "$layout" "$rep" "$dir" "$dir/ref.jsonl"
+            --tokens "$tokens" --metrics "$dir/ref.jsonl" "${compile[@]}"
+          record "$impl" "$config" "$layout" "$rep" "$dir" "$dir/ref.jsonl"
         fi
         rm -rf "$dir"
       done

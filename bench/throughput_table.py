@@ -1,10 +1,11 @@
 """The table of bench/run_throughput.sh from its results file (JSON Lines), optionally beside an
 earlier results file.
 
-  /usr/bin/python3 bench/throughput_table.py RESULTS.jsonl [--compare OLDER.jsonl]
+  python bench/throughput_table.py RESULTS.jsonl [--compare OLDER.jsonl]
 
-One row per (config, layout, implementation): tokens/s per rank over the repetitions (median,
-min, max), the titan / PyTorch ratio of medians, MFU of the median against the fp32 GEMM roof
+One row per (config, layout, implementation: titan, PyTorch eager, PyTorch under torch.compile):
+tokens/s per rank over the repetitions (median, min, max), titan's ratio of medians to eager and
+to compile, MFU of the median against the fp32 GEMM roof
 measured in the same run (the best of the measurements taken before every run; each is the
 median over the layout's ranks measuring at once), the lowest of those measurements in percent
 of the best (well below 100: other work shared the CPUs during some runs), titan's peak live
@@ -17,6 +18,8 @@ import json
 import statistics
 from collections import defaultdict
 
+IMPLS = {"titan": "titan", "eager": "PyTorch eager", "compile": "PyTorch compile"}
+
 
 def load(path: str):
     runs, gemm, machine = defaultdict(list), {}, {}
@@ -28,7 +31,8 @@ def load(path: str):
             elif r["impl"] == "gemm":
                 gemm.setdefault((r["config"], r["layout"]), []).append(r["gflops_per_rank"])
             else:
-                runs[(r["config"], r["layout"], r["impl"])].append(r)
+                impl = "eager" if r["impl"] == "reference" else r["impl"]  # older files
+                runs[(r["config"], r["layout"], impl)].append(r)
     return runs, gemm, machine
 
 
@@ -41,16 +45,16 @@ def main() -> None:
     old_runs = load(args.compare)[0] if args.compare else {}
     start, end = machine.get("start"), machine.get("end")
     if start:
+        kernels = start.get("cpu_capability") or start.get("OPENBLAS_CORETYPE") or "?"
         print(f"{start['time']}: titan {start['titan_revision']}, torch {start['torch']}, "
-              f"{start['cpu']} x {start['cores']}, OPENBLAS_CORETYPE="
-              f"{start['OPENBLAS_CORETYPE'] or 'unset'}, OMP_WAIT_POLICY="
+              f"{start['cpu']} x {start['cores']}, CPU kernels {kernels}, OMP_WAIT_POLICY="
               f"{start.get('OMP_WAIT_POLICY') or 'unset'}, {start['steps']} steps (1 warm-up), "
               f"{start.get('competing_load', 0)} competing CPU-bound process(es), "
               f"load average {start['loadavg_1m']:.2f} at start"
               + (f", {end['loadavg_1m']:.2f} at end" if end else "") + "\n")
 
     header = ["config", "layout", "impl", "reps", "tok/s/rank median", "min", "max",
-              "titan/PyTorch", "GEMM roof GFLOP/s", "lowest roof %", "MFU %",
+              "titan/eager", "titan/compile", "GEMM roof GFLOP/s", "lowest roof %", "MFU %",
               "titan memory GiB", "max RSS GiB"]
     if args.compare:
         header += ["earlier median", "change"]
@@ -60,22 +64,26 @@ def main() -> None:
         roofs = gemm.get((config, layout), [])
         roof = max(roofs) if roofs else None
         medians = {}
-        for impl in ("titan", "reference"):
+        for impl in IMPLS:
             rs = runs.get((config, layout, impl))
             if rs:
                 medians[impl] = statistics.median(r["tps_per_rank"] for r in rs)
-        for impl in ("titan", "reference"):
+
+        def ratio(impl: str, other: str) -> str:
+            ok = impl == "titan" and "titan" in medians and other in medians
+            return f"{medians['titan'] / medians[other]:.2f}" if ok else ""
+
+        for impl in IMPLS:
             rs = runs.get((config, layout, impl))
             if not rs:
                 continue
             tps = [r["tps_per_rank"] for r in rs]
             med = medians[impl]
-            ratio = (f"{medians['titan'] / medians['reference']:.2f}"
-                     if impl == "titan" and "reference" in medians else "")
             mfu = f"{100 * rs[0]['flops_per_token'] * med / (roof * 1e9):.1f}" if roof else ""
             mem = f"{max(r['titan_memory_gib'] for r in rs):.2f}" if impl == "titan" else ""
-            row = [config, layout, "titan" if impl == "titan" else "PyTorch", str(len(rs)),
-                   f"{med:.1f}", f"{min(tps):.1f}", f"{max(tps):.1f}", ratio,
+            row = [config, layout, IMPLS[impl], str(len(rs)),
+                   f"{med:.1f}", f"{min(tps):.1f}", f"{max(tps):.1f}", ratio(impl, "eager"),
+                   ratio(impl, "compile"),
                    f"{roof:.1f}" if roof else "",
                    f"{100 * min(roofs) / roof:.0f}" if roof else "", mfu, mem,
                    f"{max(r['max_rss_gib'] for r in rs):.2f}"]

@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Installs the Debian packages titan needs (apt-get only when something is missing), selects
-# OpenBLAS, prepares the default dataset, then configures and builds incrementally into build/.
+# Installs the Debian packages titan needs (apt-get only when something is missing), creates the
+# Python environment that carries LibTorch (PyTorch from the Python package registry, pinned),
+# prepares the default dataset, then configures and builds incrementally into build/.
 # Sourced by run_train.sh and run_tests.sh; safe to run again (seconds when nothing changed).
 set -euo pipefail
 
 TITAN_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TITAN_PACKAGES=(
-  cmake ninja-build g++ ccache pkg-config
-  libtorch-dev libgloo-dev libopenblas0-openmp
+  cmake ninja-build g++ ccache pkg-config python3-venv
+  libgloo-dev
   libtomlplusplus-dev nlohmann-json3-dev libfmt-dev libspdlog-dev
   libpcre2-dev libutf8proc-dev libssl-dev libgtest-dev
   bible-kjv
@@ -30,33 +31,52 @@ titan_install_packages() {
   fi
 }
 
-# Debian's reference BLAS is ~13x slower than OpenBLAS for fp32 GEMM: make sure the
-# libblas.so.3 / liblapack.so.3 alternatives point at OpenBLAS.
-titan_select_openblas() {
-  local arch_dir=/usr/lib/x86_64-linux-gnu
-  local name
-  for name in libblas.so.3 liblapack.so.3; do
-    local link="$name-x86_64-linux-gnu"
-    local want="$arch_dir/openblas-openmp/$name"
-    if [[ -e $want ]] && [[ $(readlink -f "$arch_dir/$name") != $(readlink -f "$want") ]]; then
-      echo "[setup] selecting OpenBLAS for $name"
-      update-alternatives --set "$link" "$want" >/dev/null
+# LibTorch is the pinned PyTorch wheel (CUDA-enabled: one binary runs on CPU with Gloo and on
+# GPUs with NCCL); the same environment runs the PyTorch reference of bench/reference. It lives
+# outside the checkout so that clones share it (about 5.4 GiB, 2 minutes to create).
+TITAN_TORCH_VERSION=2.15.0
+TITAN_PYTHON_PACKAGES=("torch==$TITAN_TORCH_VERSION" numpy==2.4.6)
+TITAN_VENV="${TITAN_VENV:-$HOME/.cache/titan/venv-torch-$TITAN_TORCH_VERSION}"
+
+titan_python_env() {
+  local want="${TITAN_PYTHON_PACKAGES[*]}" stamp="$TITAN_VENV/.titan-packages"
+  mkdir -p "$(dirname "$TITAN_VENV")"
+  (
+    flock 9  # one creator at a time; the others wait and reuse it
+    if [[ ! -f $stamp || $(cat "$stamp") != "$want" ]]; then
+      echo "[setup] creating $TITAN_VENV with $want"
+      rm -rf "$TITAN_VENV"
+      /usr/bin/python3 -m venv "$TITAN_VENV"
+      "$TITAN_VENV/bin/pip" install -q --disable-pip-version-check "${TITAN_PYTHON_PACKAGES[@]}"
+      echo "$want" > "$stamp"
     fi
-  done
+  ) 9> "$TITAN_VENV.lock"
+  TITAN_PYTHON="$TITAN_VENV/bin/python"
+  export TITAN_PYTHON
 }
 
 titan_build() {
   local build_dir="$TITAN_ROOT/build"
   export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
+  local torch_prefix torch_dir
+  torch_prefix=$(echo "$TITAN_VENV"/lib/python3*/site-packages/torch)
+  torch_dir="$torch_prefix/share/cmake/Torch"
+  # A build configured against another LibTorch (or none) starts again.
+  if [[ -f $build_dir/CMakeCache.txt ]] &&
+     ! grep -qx "Torch_DIR:PATH=$torch_dir" "$build_dir/CMakeCache.txt"; then
+    echo "[setup] $build_dir was configured for another LibTorch: reconfiguring"
+    rm -rf "$build_dir"
+  fi
   if [[ ! -f $build_dir/build.ninja ]]; then
-    cmake -S "$TITAN_ROOT" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+    cmake -S "$TITAN_ROOT" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+      -DCMAKE_PREFIX_PATH="$torch_prefix" -DTITAN_PYTHON="$TITAN_PYTHON" >/dev/null
   fi
   ninja -C "$build_dir" "$@"
 }
 
 titan_setup() {
   titan_install_packages
-  titan_select_openblas
+  titan_python_env
   bash "$TITAN_ROOT/scripts/prepare_kjv_bible.sh"
   titan_build "$@"
 }

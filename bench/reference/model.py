@@ -118,9 +118,8 @@ class Attention(nn.Module):
         self.wv = nn.Linear(args.dim, args.kv_heads * args.head_dim, bias=False)
         self.wo = nn.Linear(args.n_heads * args.head_dim, args.dim, bias=False)
 
-    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
-                mask: torch.Tensor) -> torch.Tensor:
-        """x: [B, S, dim]; cos, sin: [S, Dh]; mask: [S, S] bool, True above the diagonal."""
+    def forward(self, x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+        """x: [B, S, dim]; cos, sin: [S, Dh]."""
         b, s, _ = x.shape
         q = self.wq(x).view(b, s, self.n_heads, self.head_dim)  # [B, S, H, Dh]
         k = self.wk(x).view(b, s, self.n_kv_heads, self.head_dim)  # [B, S, Hkv, Dh]
@@ -128,12 +127,8 @@ class Attention(nn.Module):
         q = apply_rope(q, cos, sin).transpose(1, 2)  # [B, H, S, Dh]
         k = apply_rope(k, cos, sin).transpose(1, 2)  # [B, Hkv, S, Dh]
         v = v.transpose(1, 2)  # [B, Hkv, S, Dh]
-        groups = self.n_heads // self.n_kv_heads
-        k = k.repeat_interleave(groups, dim=1)  # [B, H, S, Dh]
-        v = v.repeat_interleave(groups, dim=1)  # [B, H, S, Dh]
-        scores = (q @ k.transpose(2, 3)) * (1.0 / math.sqrt(self.head_dim))  # [B, H, S, S]
-        probs = F.softmax(scores.masked_fill(mask, float("-inf")), dim=-1)  # [B, H, S, S]
-        o = probs @ v  # [B, H, S, Dh]
+        # PyTorch's fused causal attention (its CPU flash kernel), grouped-query heads shared.
+        o = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)  # [B, H, S, Dh]
         return self.wo(o.transpose(1, 2).reshape(b, s, -1))  # [B, S, dim]
 
 
@@ -157,9 +152,9 @@ class TransformerBlock(nn.Module):
         self.attention_norm = RMSNorm(args.dim, args.norm_eps)
         self.ffn_norm = RMSNorm(args.dim, args.norm_eps)
 
-    def forward(self, x, cos, sin, mask):
+    def forward(self, x, cos, sin):
         """x: [B, S, dim] -> [B, S, dim] (pre-norm residual attention, then feed-forward)."""
-        h = x + self.attention(self.attention_norm(x), cos, sin, mask)
+        h = x + self.attention(self.attention_norm(x), cos, sin)
         return h + self.feed_forward(self.ffn_norm(h))
 
 
@@ -177,10 +172,9 @@ class Transformer(nn.Module):
         """tokens: [B, S] int64 -> logits [B, S, vocab] float32. Positions 0..S-1."""
         s = tokens.shape[1]
         cos, sin = rope_cos_sin(self.inv_freq, s)  # [S, Dh] each
-        mask = torch.ones(s, s, dtype=torch.bool).triu_(1)  # [S, S]: True = future key
         h = self.tok_embeddings(tokens)  # [B, S, dim]
         for layer in self.layers:
-            h = layer(h, cos, sin, mask)  # [B, S, dim]
+            h = layer(h, cos, sin)  # [B, S, dim]
         return self.output(self.norm(h))  # [B, S, vocab]
 
 

@@ -13,11 +13,16 @@ way a PyTorch user writes it:
     (off when training.max_norm is 0), torch.optim.AdamW, and the
     TorchTitan's warmup-stable-decay learning rate through LambdaLR, as TorchTitan steps it.
 Data parallel when started with torchrun's variables (RANK, WORLD_SIZE, MASTER_ADDR,
-MASTER_PORT): DistributedDataParallel over Gloo (FSDP needs collectives Gloo lacks in 1.13).
+MASTER_PORT): DistributedDataParallel over Gloo. --compile trains the model under
+torch.compile (the anchor a PyTorch user would pick instead of eager). --device cuda trains on
+the GPU LOCAL_RANK selects, as TorchTitan does: FSDP2's fully_shard per block and at the root
+over NCCL (any world size, one rank included), bfloat16 parameters with float32 gradient
+reduction when training.mixed_precision_param is bfloat16.
 
-Run with Debian's interpreter (/usr/bin/python3, python3-torch 1.13):
-  /usr/bin/python3 bench/reference/train.py --config run.toml --checkpoint CKPT/step-0 \
-      --tokens ~/.cache/titan/tokens/kjv_bible-<key>.tokens --metrics out.jsonl
+Run with the Python of the environment scripts/setup.sh creates (the PyTorch titan builds on):
+  ~/.cache/titan/venv-torch-2.15.0/bin/python bench/reference/train.py --config run.toml \
+      --checkpoint CKPT/step-0 --tokens ~/.cache/titan/tokens/kjv_bible-<key>.tokens \
+      --metrics out.jsonl
 """
 
 import argparse
@@ -128,18 +133,23 @@ def lr_lambda(cfg: dict):
 
 def clip_grad_norm(params, max_norm: float) -> float:
     """Scales the gradients by max_norm / (norm + 1e-6) when their global 2-norm exceeds
-    max_norm > 0 (TorchTitan's clipping); returns the norm. The norm accumulates in float64:
-    torch 1.13's clip_grad_norm_ (torch.norm in float32) is off by 1.4e-4 relative on the
-    debug model's output gradient (measured), 100x more than the parity test allows."""
-    norm = math.sqrt(sum(torch.linalg.vector_norm(q.grad, dtype=torch.float64).item() ** 2
-                         for q in params))
+    max_norm > 0 (TorchTitan's clipping); returns the norm. The norm accumulates in float64,
+    as titan's does: a float32 norm (torch 1.13's clip_grad_norm_) was off by 1.4e-4 relative
+    on the debug model's output gradient, 100x more than the parity test allows. Under FSDP2
+    each rank holds a shard of every gradient (a DTensor): the squares add over the ranks."""
+    sharded = any(hasattr(q.grad, "to_local") for q in params)
+    local = [q.grad.to_local() if hasattr(q.grad, "to_local") else q.grad for q in params]
+    sq = torch.stack([torch.linalg.vector_norm(g, dtype=torch.float64) ** 2 for g in local]).sum()
+    if sharded and dist.is_initialized():
+        dist.all_reduce(sq)
+    norm = math.sqrt(sq.item())
     if max_norm > 0 and norm > max_norm:
-        for q in params:
-            q.grad.mul_(max_norm / (norm + 1e-6))
+        for g in local:
+            g.mul_(max_norm / (norm + 1e-6))
     return norm
 
 
-def check_supported(cfg: dict) -> None:
+def check_supported(cfg: dict, device: str) -> None:
     """Refuses config values this reference does not implement."""
     t, o = cfg["training"], cfg["optimizer"]
     unsupported = []
@@ -148,14 +158,27 @@ def check_supported(cfg: dict) -> None:
                            f"(llama3 {', '.join(FLAVORS)} only)")
     if t.get("global_batch_size", -1) != -1:
         unsupported.append("training.global_batch_size (no gradient accumulation)")
-    if t.get("mixed_precision_param", "float32") != "float32":
-        unsupported.append("training.mixed_precision_param (float32 only)")
+    if t.get("mixed_precision_param", "float32") not in ("float32", "bfloat16") or \
+            (device == "cpu" and t.get("mixed_precision_param", "float32") != "float32"):
+        unsupported.append("training.mixed_precision_param (float32; bfloat16 on cuda)")
     if o["name"] != "AdamW":
         unsupported.append(f"optimizer.name {o['name']} (AdamW only)")
     if cfg.get("activation_checkpoint", {}).get("mode", "none") != "none":
         unsupported.append("activation_checkpoint.mode (none only)")
     if unsupported:
         raise SystemExit("reference: unsupported config: " + "; ".join(unsupported))
+
+
+def fully_shard_model(model: Transformer, cfg: dict) -> None:
+    """TorchTitan's FSDP2 wrapping: each block, then the root; bfloat16 compute parameters
+    with float32 gradient reduction when training.mixed_precision_param asks for them."""
+    from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
+    bf16 = cfg["training"].get("mixed_precision_param", "float32") == "bfloat16"
+    mp = MixedPrecisionPolicy(param_dtype=torch.bfloat16 if bf16 else torch.float32,
+                              reduce_dtype=torch.float32)
+    for layer in model.layers:
+        fully_shard(layer, mp_policy=mp)
+    fully_shard(model, mp_policy=mp)
 
 
 def main() -> None:
@@ -168,20 +191,37 @@ def main() -> None:
     p.add_argument("--save_weights", help="safetensors file for the weights after training")
     p.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", "0")),
                    help="intra-op threads (default: OMP_NUM_THREADS, else cores / ranks)")
+    p.add_argument("--compile", action="store_true", help="train under torch.compile")
+    p.add_argument("--device", choices=["cpu", "cuda"], default="cpu",
+                   help="cuda: the GPU LOCAL_RANK selects, FSDP2 over NCCL")
     args = p.parse_args()
 
     with open(args.config, "rb") as f:
         cfg = tomllib.load(f)
-    check_supported(cfg)
+    check_supported(cfg, args.device)
     rank, world = int(os.environ.get("RANK", "0")), int(os.environ.get("WORLD_SIZE", "1"))
     torch.set_num_threads(args.threads or max(1, (os.cpu_count() or 1) // world))
-    if world > 1:
+    device = torch.device("cpu")
+    if args.device == "cuda":
+        device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", "0")))
+        torch.cuda.set_device(device)
+        os.environ.setdefault("MASTER_ADDR", "127.0.0.1")
+        os.environ.setdefault("MASTER_PORT", "29512")
+        dist.init_process_group("nccl", rank=rank, world_size=world)
+    elif world > 1:
         dist.init_process_group("gloo")
 
     t, o = cfg["training"], cfg["optimizer"]
     model = Transformer(FLAVORS[cfg["model"]["flavor"]])
     model.load_state_dict(load_titan_checkpoint(args.checkpoint), strict=True)
-    train_model = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
+    model.to(device)
+    if device.type == "cuda":
+        fully_shard_model(model, cfg)
+        train_model = model
+    else:
+        train_model = torch.nn.parallel.DistributedDataParallel(model) if world > 1 else model
+    if args.compile:
+        train_model = torch.compile(train_model)
     params = list(model.parameters())
     optimizer = torch.optim.AdamW(params, lr=o["lr"], betas=(o["beta1"], o["beta2"]),
                                   eps=o["eps"], weight_decay=o["weight_decay"])
@@ -194,11 +234,13 @@ def main() -> None:
     if rank == 0:
         print(f"reference: llama3 {cfg['model']['flavor']}, {sum(x.numel() for x in params):,} "
               f"parameters, {fpt:,} FLOPs per token; {world} rank(s) x "
-              f"{torch.get_num_threads()} thread(s); torch {torch.__version__}", flush=True)
+              f"{torch.get_num_threads()} thread(s); torch {torch.__version__}"
+              f"{' (torch.compile)' if args.compile else ''}", flush=True)
 
     for step in range(1, t["steps"] + 1):
         start = time.perf_counter()
         inputs, labels = data.get(step - 1)  # [b, S] each
+        inputs, labels = inputs.to(device), labels.to(device)
         data_time = time.perf_counter() - start
         optimizer.zero_grad(set_to_none=True)
         logits = train_model(inputs)  # [b, S, V]
@@ -218,6 +260,8 @@ def main() -> None:
         if not math.isfinite(loss):
             raise SystemExit(f"reference: loss is {loss} at step {step}")
         rss_gib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20
+        reserved_gib = torch.cuda.max_memory_reserved(device) / 2**30 \
+            if device.type == "cuda" else 0.0
         if rank == 0:
             print(f"step: {step}  loss: {loss:.4f}  grad_norm: {grad_norm:.4f}  "
                   f"tps: {local_tokens / step_time:,.0f}  rss: {rss_gib:.2f}GiB", flush=True)
@@ -226,19 +270,15 @@ def main() -> None:
                 "step": step, "loss": loss, "grad_norm": grad_norm, "lr": lr,
                 "tps": local_tokens / step_time, "step_time_s": step_time,
                 "data_time_s": data_time, "rss_peak_gib": rss_gib,
+                "cuda_max_reserved_gib": reserved_gib,
                 "flops_per_token": fpt}) + "\n")
             metrics.flush()
     if args.save_weights and rank == 0:
         write_safetensors(args.save_weights, dict(model.named_parameters()))
-    if world > 1:
-        # torch 1.13 can hang tearing DDP down at interpreter exit (seen here: the reducer's
-        # destructor joins a Gloo thread that waits for the GIL the destructor holds, while the
-        # store thread spins on a closed socket): meet the other ranks, then leave at once.
-        dist.barrier()
-        if metrics:
-            metrics.close()
-        sys.stdout.flush()
-        os._exit(0)
+    if metrics:
+        metrics.close()
+    if dist.is_initialized():
+        dist.destroy_process_group()
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-// titan against the plain-PyTorch reference (bench/reference, Debian's python3-torch): the same
+// titan against the plain-PyTorch reference (bench/reference, run by the PyTorch titan builds on,
+// from the environment scripts/setup.sh creates): the same
 // weights (a titan seed checkpoint) and the same batches (titan's token cache) must give the
 // same losses, gradient norms, gradients and weight updates in float32.
 //
@@ -40,10 +41,10 @@ constexpr double kTolerance = 1e-5;
 constexpr double kUpdateTolerance = 1e-4;
 constexpr double kBeta1 = 0.9;  // optimizer.beta1 of llama3_debugmodel (TorchTitan's default)
 constexpr int kSteps = 5;
-const char* const kPython = "/usr/bin/python3";
-const char* const kNoTorch =
-    "/usr/bin/python3 cannot import torch (Debian package python3-torch): the PyTorch reference "
-    "of bench/reference cannot run";
+const char* const kPython = TITAN_PYTHON;
+const std::string kNoTorch = fmt::format(
+    "'{}' (CMake's TITAN_PYTHON, set by scripts/setup.sh) cannot import torch: the PyTorch "
+    "reference of bench/reference cannot run", kPython);
 
 // llama3 debugmodel at seq 64 x batch 2: a few seconds per run on 2 cores.
 const std::string kShape =

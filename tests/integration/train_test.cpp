@@ -24,10 +24,13 @@ void expect_learns(const RunResult& r, int steps) {
   ASSERT_EQ(static_cast<int>(r.records.size()), steps) << r.command.output;
   for (const auto& rec : r.records) {
     for (const char* key : {"step", "loss", "grad_norm", "lr", "tps", "tflops", "mfu",
-                            "memory_gib", "tokens_seen", "consumed_samples", "step_time_s",
-                            "data_time_s", "cpu_threads"}) {
+                            "memory_gib", "max_active_gib", "max_reserved_gib",
+                            "num_alloc_retries", "num_ooms", "tokens_seen", "consumed_samples",
+                            "step_time_s", "data_time_s", "cpu_threads"}) {
       ASSERT_TRUE(rec.contains(key)) << key;
     }
+    // On the CPU the step line's memory is the peak of live tensors.
+    EXPECT_EQ(rec["memory_gib"].get<double>(), rec["max_active_gib"].get<double>());
     EXPECT_TRUE(std::isfinite(rec["loss"].get<double>()));
   }
   std::ifstream manifest_file(r.dump / "run_manifest.json");
@@ -45,6 +48,7 @@ void expect_learns(const RunResult& r, int steps) {
   EXPECT_LT(last, first - 1.0) << "loss did not fall: " << first << " -> " << last;
   EXPECT_NE(r.command.output.find("step: 1  loss: "), std::string::npos) << r.command.output;
   EXPECT_EQ(manifest["world"]["world_size"], 2);
+  EXPECT_EQ(manifest["device"]["type"], "cpu");
   EXPECT_EQ(manifest["data"]["files"][0]["bytes"], 1115394);
   const auto& versions = manifest["versions"];
   EXPECT_FALSE(versions["libtorch"].get<std::string>().empty());

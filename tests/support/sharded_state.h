@@ -73,7 +73,7 @@ inline FullState gather(const std::vector<components::checkpoint::ShardedStateDi
 /// A world of one process (no backend: collectives return at once).
 inline std::shared_ptr<distributed::ProcessGroup> group_of_one() {
   return std::make_shared<distributed::ProcessGroup>(
-      c10::intrusive_ptr<compat::CommBackend>(), std::vector<int>{0}, "world", 0,
+      c10::intrusive_ptr<c10d::Backend>(), std::vector<int>{0}, "world", 0,
       std::chrono::seconds(30));
 }
 

@@ -16,7 +16,7 @@ constexpr const char* kLaunchUsage =
     "[--section.key value]...\n"
     "Starts one worker per local rank (torchrun's variables: RANK, LOCAL_RANK, WORLD_SIZE,\n"
     "LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT); fail-fast. Environment:\n"
-    "  NGPU           ranks on this node (default 2)\n"
+    "  NGPU           ranks on this node (default: the visible GPUs, else 2 CPU ranks)\n"
     "  NNODES         nodes (default 1)\n"
     "  NODE_RANK      this node (else OMPI_COMM_WORLD_RANK or SLURM_NODEID; default 0)\n"
     "  RDZV_ENDPOINT  host:port of the rendezvous store (required when NNODES > 1)\n"

@@ -7,7 +7,6 @@
 #include "titan/cli/commands.h"
 #include "titan/distributed/launcher.h"
 #include "titan/errors.h"
-#include "titan/platform/blas.h"
 
 namespace titan::cli {
 namespace {
@@ -41,7 +40,6 @@ void usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  platform::ensure_blas_kernels(argv);
   if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
     usage();
     return argc < 2 ? 2 : 0;

@@ -6,9 +6,14 @@
 #include <filesystem>
 #include <fstream>
 
-#include "titan/compat.h"
+#include <torch/version.h>
+
 #include "titan/errors.h"
 #include "titan/platform/blas.h"
+
+#ifdef TITAN_CUDA
+#include <torch/csrc/distributed/c10d/NCCLUtils.hpp>
+#endif
 
 namespace titan::components {
 
@@ -20,16 +25,18 @@ nlohmann::json environment_versions() {
   gethostname(host, sizeof(host) - 1);
   nlohmann::json v = {
       {"titan_git_revision", git_revision()},
-      {"libtorch", compat::torch_version()},
+      {"libtorch", TORCH_VERSION},
       {"compiler", std::string("g++ ") + __VERSION__},
-      {"blas", {{"library", blas.library}, {"kernels", blas.core},
-                {"OPENBLAS_CORETYPE", blas.coretype}, {"optimized", blas.optimized}}},
+      {"blas", {{"library", blas.library}, {"kernels", blas.kernels},
+                {"optimized", blas.optimized}}},
       {"os", std::string(os.sysname) + " " + os.release + " " + os.machine},
       {"host", host},
       {"cpu_threads", torch::get_num_threads()},
   };
 #ifdef TITAN_CUDA
-  v["cuda"] = true;
+  v["cuda"] = {{"built_with", platform::libtorch_build_setting("CUDA_VERSION")},
+               {"cudnn", platform::libtorch_build_setting("CUDNN_VERSION")},
+               {"nccl", c10d::getNcclVersion()}};
 #endif
   return v;
 }

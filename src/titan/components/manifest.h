@@ -13,8 +13,8 @@ const char* git_revision();
 
 namespace titan::components {
 
-/// titan revision, LibTorch, compiler, BLAS (library, kernels, OPENBLAS_CORETYPE), CUDA/NCCL
-/// where built with them, OS and host.
+/// titan revision, LibTorch, compiler, BLAS (library, kernels), the CUDA and NCCL versions
+/// LibTorch was built with (when it has CUDA), OS and host.
 nlohmann::json environment_versions();
 
 /// Writes `manifest` to `path` through a temporary file and a rename.

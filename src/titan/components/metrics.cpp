@@ -23,9 +23,10 @@ std::string with_commas(int64_t n) {
 std::string format_step_line(const StepMetrics& m) {
   return fmt::format(
       "step: {}  loss: {:.4f}  grad_norm: {:.4f}  memory: {:.2f}GiB({:.2f}%)  tps: {}  "
-      "tflops: {:.2f}  mfu: {:.2f}%",
+      "tflops: {:.2f}  mfu: {}",
       m.step, m.loss, m.grad_norm, m.memory_gib, m.memory_pct,
-      with_commas(static_cast<int64_t>(std::llround(m.tps))), m.tflops, m.mfu);
+      with_commas(static_cast<int64_t>(std::llround(m.tps))), m.tflops,
+      m.mfu ? fmt::format("{:.2f}%", *m.mfu) : "n/a");
 }
 
 MetricsLogger::MetricsLogger(const std::string& jsonl_path) {
@@ -44,8 +45,12 @@ void MetricsLogger::record(const StepMetrics& m) {
                       {"lr", m.lr},
                       {"tps", m.tps},
                       {"tflops", m.tflops},
-                      {"mfu", m.mfu},
+                      {"mfu", m.mfu ? nlohmann::json(*m.mfu) : nlohmann::json()},
                       {"memory_gib", m.memory_gib},
+                      {"max_active_gib", m.max_active_gib},
+                      {"max_reserved_gib", m.max_reserved_gib},
+                      {"num_alloc_retries", m.num_alloc_retries},
+                      {"num_ooms", m.num_ooms},
                       {"tokens_seen", m.tokens_seen},
                       {"consumed_samples", m.consumed_samples},
                       {"step_time_s", m.step_time_s},

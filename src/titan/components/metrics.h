@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace titan::components {
@@ -16,9 +17,16 @@ struct StepMetrics {
   double lr = 0;
   double tps = 0;           // tokens per second per rank
   double tflops = 0;        // achieved training TFLOP/s per rank
-  double mfu = 0;           // percent of the peak FLOP/s of one rank
-  double memory_gib = 0;    // peak live tensor memory of this rank since the last record (GiB)
+  std::optional<double> mfu;  // percent of the peak FLOP/s of one rank; none: peak unknown
+  // The step line's memory since the last record: on a GPU the caching allocator's peak
+  // reserved bytes (as TorchTitan's), on the CPU the peak of live tensors (the CPU allocator
+  // returns freed memory to the system, so the process's RSS mostly shows LibTorch's code).
+  double memory_gib = 0;
   double memory_pct = 0;    // of the device's (or machine's) memory
+  double max_active_gib = 0;    // peak live tensor bytes
+  double max_reserved_gib = 0;  // GPU: peak bytes the allocator held; CPU: the peak RSS
+  int64_t num_alloc_retries = 0;  // GPU: allocations that had to free the cache and retry
+  int64_t num_ooms = 0;           // GPU: out-of-memory errors
   int64_t tokens_seen = 0;  // global tokens trained on so far
   int64_t consumed_samples = 0;  // global samples trained on so far (the data position)
   double step_time_s = 0;   // mean seconds per step since the last record
@@ -27,11 +35,12 @@ struct StepMetrics {
 };
 
 /// "step: 10  loss: 5.1234  grad_norm: 1.2345  memory: 1.23GiB(4.56%)  tps: 12,345
-///  tflops: 1.23  mfu: 12.34%" (one line).
+///  tflops: 1.23  mfu: 12.34%" (one line; "mfu: n/a" when the device's peak is unknown).
 std::string format_step_line(const StepMetrics& m);
 
 /// Writes step lines to the log and, when `jsonl_path` is non-empty, one JSON object per
-/// record to it (keys step, loss, grad_norm, lr, tps, tflops, mfu, memory_gib, tokens_seen,
+/// record to it (keys step, loss, grad_norm, lr, tps, tflops, mfu (null when unknown),
+/// memory_gib, max_active_gib, max_reserved_gib, num_alloc_retries, num_ooms, tokens_seen,
 /// consumed_samples, step_time_s, data_time_s, cpu_threads). A resumed run appends.
 class MetricsLogger {
  public:

@@ -308,7 +308,8 @@ std::string to_toml(const JobConfig& config) {
   for (const auto& f : schema()) {
     if (f.section != section) {
       section = f.section;
-      out += (out.empty() ? "" : "\n") + fmt::format("[{}]\n", section);
+      if (!out.empty()) out += '\n';
+      out += fmt::format("[{}]\n", section);
     }
     std::string v = format_value(f.get(config));
     if (!v.empty()) out += fmt::format("{} = {}\n", f.key, v);

@@ -19,6 +19,7 @@
 
 #include "titan/errors.h"
 #include "titan/platform/cpu_threads.h"
+#include "titan/platform/device.h"
 #include "titan/platform/env.h"
 
 namespace titan::distributed {
@@ -119,7 +120,9 @@ void stop_all(std::vector<pid_t>& pids) {
 
 LaunchOptions LaunchOptions::from_env() {
   LaunchOptions o;
-  o.nproc_per_node = env_int("NGPU", 2, 1);
+  // As TorchTitan's run_train.sh: one rank per visible GPU; two CPU ranks on a machine without.
+  const int gpus = platform::visible_gpus();
+  o.nproc_per_node = env_int("NGPU", gpus > 0 ? gpus : 2, 1);
   o.nnodes = env_int("NNODES", 1, 1);
   int scheduler_node = env_int("OMPI_COMM_WORLD_RANK", env_int("SLURM_NODEID", 0));
   o.node_rank = env_int("NODE_RANK", scheduler_node);

@@ -2,7 +2,11 @@
 
 #include <fmt/format.h>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
+#ifdef TITAN_CUDA
+#include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
+#endif
 
 #include <cstdlib>
 
@@ -25,17 +29,6 @@ c10d::ReduceOp to_c10d(ReduceOp op) {
 
 bool is_loopback(const std::string& addr) {
   return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
-}
-
-// Gloo cannot reduce bfloat16/half: reduce a float32 copy instead.
-bool needs_fp32(const torch::Tensor& t) {
-  return t.scalar_type() == torch::kBFloat16 || t.scalar_type() == torch::kHalf;
-}
-
-// Gloo cannot move bfloat16/half (nor int16) either: move the same bytes as uint8.
-// t: contiguous -> [numel * element_size] uint8, or t itself when Gloo takes its dtype.
-torch::Tensor as_movable(const torch::Tensor& t) {
-  return needs_fp32(t) ? t.reshape({-1}).view(torch::kByte) : t;
 }
 
 std::string message_of(const std::exception& e) {
@@ -61,14 +54,15 @@ WorldInfo WorldInfo::from_env() {
   return w;
 }
 
-ProcessGroup::ProcessGroup(c10::intrusive_ptr<compat::CommBackend> backend,
-                           std::vector<int> ranks, std::string name, int global_rank,
-                           std::chrono::seconds timeout)
+ProcessGroup::ProcessGroup(c10::intrusive_ptr<c10d::Backend> backend, std::vector<int> ranks,
+                           std::string name, int global_rank, std::chrono::seconds timeout,
+                           torch::Device device)
     : backend_(std::move(backend)),
       ranks_(std::move(ranks)),
       name_(std::move(name)),
       global_rank_(global_rank),
-      timeout_(timeout) {
+      timeout_(timeout),
+      device_(device) {
   auto it = std::find(ranks_.begin(), ranks_.end(), global_rank_);
   TORCH_CHECK(it != ranks_.end(), "rank ", global_rank_, " is not in group ", name_);
   rank_ = static_cast<int>(it - ranks_.begin());
@@ -85,9 +79,13 @@ void ProcessGroup::wait(const c10::intrusive_ptr<c10d::Work>& work, const std::s
   }
 }
 
+torch::Tensor ProcessGroup::on_device(const torch::Tensor& t) const {
+  return t.device() == device_ ? t.contiguous() : t.to(device_).contiguous();
+}
+
 void ProcessGroup::all_reduce_(torch::Tensor& t, ReduceOp op, const std::string& what) {
   if (!backend_) return;
-  torch::Tensor buf = needs_fp32(t) ? t.to(torch::kFloat) : t.contiguous();
+  torch::Tensor buf = on_device(t);
   std::vector<torch::Tensor> tensors{buf};
   c10d::AllreduceOptions opts;
   opts.reduceOp = to_c10d(op);
@@ -97,50 +95,48 @@ void ProcessGroup::all_reduce_(torch::Tensor& t, ReduceOp op, const std::string&
 
 void ProcessGroup::broadcast_(torch::Tensor& t, int root, const std::string& what) {
   if (!backend_) return;
-  torch::Tensor buf = as_movable(t.contiguous());
+  torch::Tensor buf = on_device(t);
   std::vector<torch::Tensor> tensors{buf};
   c10d::BroadcastOptions opts;
   opts.rootRank = root;
   wait(backend_->broadcast(tensors, opts), what);
-  if (!buf.is_same(t)) t.copy_(buf.view(t.scalar_type()).view(t.sizes()));
+  if (!buf.is_same(t)) t.copy_(buf);
 }
 
 torch::Tensor ProcessGroup::all_gather(const torch::Tensor& t, const std::string& what) {
   if (!backend_) return t.clone();
-  torch::Tensor in = as_movable(t.contiguous());
-  std::vector<torch::Tensor> inputs{in};
-  std::vector<std::vector<torch::Tensor>> outputs(1);
-  for (int i = 0; i < size(); ++i) outputs[0].push_back(torch::empty_like(in));
-  wait(backend_->allgather(outputs, inputs), what);
+  torch::Tensor in = on_device(t);
   auto shape = t.sizes().vec();
   if (shape.empty()) shape.push_back(1);
   shape[0] *= size();
-  return torch::cat(outputs[0], 0).view(t.scalar_type()).view(shape);
+  torch::Tensor out = torch::empty(shape, in.options());  // out: [size * n, ...]
+  wait(backend_->_allgather_base(out, in), what);
+  return out.to(t.device());
 }
 
 torch::Tensor ProcessGroup::reduce_scatter(const torch::Tensor& t, const std::string& what) {
   TORCH_CHECK(t.dim() == 1 && t.numel() % size() == 0, "reduce_scatter of ", what,
               ": expected a flat tensor divisible by ", size(), ", got ", t.sizes());
   if (!backend_) return t.clone();
-  torch::Tensor in = t.contiguous();
-  torch::Tensor out = torch::empty_like(in);
-  std::vector<int64_t> equal_splits;
-  c10d::AllToAllOptions opts;
-  wait(backend_->alltoall_base(out, in, equal_splits, equal_splits, opts), what);
-  return out.view({size(), -1}).sum(0);  // [n]: chunk j of every rank, summed
+  torch::Tensor in = on_device(t);                               // in: [size * n]
+  torch::Tensor out = torch::empty({t.numel() / size()}, in.options());  // out: [n]
+  wait(backend_->_reduce_scatter_base(out, in), what);
+  return out.to(t.device());
 }
 
 void ProcessGroup::barrier(const std::string& what) {
   if (!backend_) return;
   // A tiny all-reduce rather than c10d's barrier, so the wait is bounded the same way.
-  auto t = torch::zeros({1});
+  auto t = torch::zeros({1}, torch::TensorOptions().device(device_));
   all_reduce_(t, ReduceOp::Sum, what);
 }
 
-World::World(WorldInfo info, CommTimeouts timeouts, c10::intrusive_ptr<c10d::Store> store)
-    : info_(std::move(info)), timeouts_(timeouts), store_(std::move(store)) {}
+World::World(WorldInfo info, CommTimeouts timeouts, c10::intrusive_ptr<c10d::Store> store,
+             torch::Device device)
+    : info_(std::move(info)), timeouts_(timeouts), store_(std::move(store)), device_(device) {}
 
-std::shared_ptr<World> World::join(const WorldInfo& info, CommTimeouts timeouts) {
+std::shared_ptr<World> World::join(const WorldInfo& info, CommTimeouts timeouts,
+                                   torch::Device device) {
   c10::intrusive_ptr<c10d::Store> store;
   if (info.world_size > 1) {
     c10d::TCPStoreOptions opts;
@@ -158,7 +154,7 @@ std::shared_ptr<World> World::join(const WorldInfo& info, CommTimeouts timeouts)
                                   timeouts.init.count(), e.what()));
     }
   }
-  std::shared_ptr<World> world(new World(info, timeouts, store));
+  std::shared_ptr<World> world(new World(info, timeouts, store, device));
   std::vector<int> all(info.world_size);
   for (int r = 0; r < info.world_size; ++r) all[r] = r;
   world->global_ = world->new_group(all, "world");
@@ -166,14 +162,16 @@ std::shared_ptr<World> World::join(const WorldInfo& info, CommTimeouts timeouts)
   return world;
 }
 
-c10::intrusive_ptr<compat::CommBackend> World::make_backend(c10::intrusive_ptr<c10d::Store> store,
-                                                            int rank, int size) {
+c10::intrusive_ptr<c10d::Backend> World::make_backend(c10::intrusive_ptr<c10d::Store> store,
+                                                      int rank, int size) {
   try {
 #ifdef TITAN_CUDA
-    auto opts = c10d::ProcessGroupNCCL::Options::create();
-    opts->timeout = std::chrono::duration_cast<std::chrono::milliseconds>(timeouts_.train);
-    return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, size, opts);
-#else
+    if (device_.is_cuda()) {
+      auto opts = c10d::ProcessGroupNCCL::Options::create();
+      opts->timeout = std::chrono::duration_cast<std::chrono::milliseconds>(timeouts_.train);
+      return c10::make_intrusive<c10d::ProcessGroupNCCL>(store, rank, size, opts);
+    }
+#endif
     auto opts = c10d::ProcessGroupGloo::Options::create(
         std::chrono::duration_cast<std::chrono::milliseconds>(timeouts_.train));
     if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME")) {
@@ -184,7 +182,6 @@ c10::intrusive_ptr<compat::CommBackend> World::make_backend(c10::intrusive_ptr<c
       opts->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
     }
     return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, opts);
-#endif
   } catch (const std::exception& e) {
     throw CommError(fmt::format("rank {}: creating a process group of {} ranks failed within "
                                 "comm.init_timeout_seconds = {}: {}",
@@ -197,7 +194,7 @@ std::shared_ptr<ProcessGroup> World::new_group(const std::vector<int>& ranks,
   auto it = std::find(ranks.begin(), ranks.end(), info_.rank);
   TORCH_CHECK(it != ranks.end(), "rank ", info_.rank, " asked for group '", name,
               "' without being a member");
-  c10::intrusive_ptr<compat::CommBackend> backend;
+  c10::intrusive_ptr<c10d::Backend> backend;
   if (ranks.size() > 1) {
     // The members' store keys: the group's name and ranks, and how many such groups they made.
     std::string key = name;
@@ -207,7 +204,8 @@ std::shared_ptr<ProcessGroup> World::new_group(const std::vector<int>& ranks,
     backend = make_backend(prefixed, static_cast<int>(it - ranks.begin()),
                            static_cast<int>(ranks.size()));
   }
-  return std::make_shared<ProcessGroup>(backend, ranks, name, info_.rank, timeouts_.train);
+  return std::make_shared<ProcessGroup>(backend, ranks, name, info_.rank, timeouts_.train,
+                                        device_);
 }
 
 }  // namespace titan::distributed

@@ -1,8 +1,9 @@
 // Process groups: joining the world through a c10d TCPStore (torchrun's environment variables),
 // sub-groups for mesh dimensions, and the collectives titan needs with bounded waits.
-// Gloo on CPU, NCCL when built with TITAN_CUDA.
+// Gloo when the ranks compute on the CPU, NCCL when they compute on GPUs.
 #pragma once
 
+#include <torch/csrc/distributed/c10d/Backend.hpp>
 #include <torch/torch.h>
 
 #include <chrono>
@@ -10,8 +11,6 @@
 #include <memory>
 #include <string>
 #include <vector>
-
-#include "titan/compat.h"
 
 namespace titan::distributed {
 
@@ -37,11 +36,14 @@ struct CommTimeouts {
 enum class ReduceOp { Sum, Max, Min };
 
 /// A group of ranks. Collectives block until done and throw CommError naming this rank, the
-/// group and the operation `what` when the peer ranks fail or the train timeout passes.
+/// group and the operation `what` when the peer ranks fail or the train timeout passes. They
+/// take tensors on any device and return results on the input's device; the data moves on the
+/// group's device (the CPU for Gloo, the rank's GPU for NCCL).
 class ProcessGroup {
  public:
-  ProcessGroup(c10::intrusive_ptr<compat::CommBackend> backend, std::vector<int> ranks,
-               std::string name, int global_rank, std::chrono::seconds timeout);
+  ProcessGroup(c10::intrusive_ptr<c10d::Backend> backend, std::vector<int> ranks,
+               std::string name, int global_rank, std::chrono::seconds timeout,
+               torch::Device device = torch::kCPU);
 
   /// Rank within this group, 0-based.
   int rank() const { return rank_; }
@@ -50,37 +52,42 @@ class ProcessGroup {
   /// Global ranks of the members, in group-rank order.
   const std::vector<int>& ranks() const { return ranks_; }
 
-  /// In-place all-reduce of `t` (any shape; fp32/fp64/int64 on Gloo).
+  /// In-place all-reduce of `t` (any shape and dtype the backend reduces: Gloo and NCCL take
+  /// float32/64, bfloat16, int64).
   void all_reduce_(torch::Tensor& t, ReduceOp op, const std::string& what);
   /// In-place broadcast of `t` from group rank `root`.
   void broadcast_(torch::Tensor& t, int root, const std::string& what);
   /// Concatenation over dim 0 of every rank's `t` (same shape on all ranks):
   /// [n, ...] -> [size * n, ...].
   torch::Tensor all_gather(const torch::Tensor& t, const std::string& what);
-  /// Sum over ranks of `t`, scattered: `t` is [size * n] (float32/float64, contiguous); the
-  /// result is this rank's [n] chunk of the sum. Gloo 1.13 has no reduce-scatter, so it is an
-  /// all-to-all (the same bytes on the wire) and a local sum (DESIGN.md section 3).
+  /// Sum over ranks of `t`, scattered: `t` is [size * n]; the result is this rank's [n] chunk
+  /// of the sum.
   torch::Tensor reduce_scatter(const torch::Tensor& t, const std::string& what);
   /// Blocks until every member arrives.
   void barrier(const std::string& what);
 
  private:
   void wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& what);
+  /// `t` contiguous on the group's device (a copy when it is elsewhere).
+  torch::Tensor on_device(const torch::Tensor& t) const;
 
-  c10::intrusive_ptr<compat::CommBackend> backend_;  // null for a group of one
+  c10::intrusive_ptr<c10d::Backend> backend_;  // null for a group of one
   std::vector<int> ranks_;
   std::string name_;
   int global_rank_;
   int rank_;
   std::chrono::seconds timeout_;
+  torch::Device device_;
 };
 
 /// The joined world: the store, the global group, and sub-group creation.
 class World {
  public:
   /// Rendezvous at info.master_addr:master_port (global rank 0 hosts the TCPStore) and create
-  /// the global group. Throws CommError naming the endpoint and the timeout on failure.
-  static std::shared_ptr<World> join(const WorldInfo& info, CommTimeouts timeouts);
+  /// the global group; its groups communicate with NCCL when `device` is a GPU, else Gloo.
+  /// Throws CommError naming the endpoint and the timeout on failure.
+  static std::shared_ptr<World> join(const WorldInfo& info, CommTimeouts timeouts,
+                                     torch::Device device = torch::kCPU);
 
   const WorldInfo& info() const { return info_; }
   std::shared_ptr<ProcessGroup> global() const { return global_; }
@@ -90,15 +97,17 @@ class World {
   std::shared_ptr<ProcessGroup> new_group(const std::vector<int>& ranks, const std::string& name);
 
  private:
-  World(WorldInfo info, CommTimeouts timeouts, c10::intrusive_ptr<c10d::Store> store);
-  c10::intrusive_ptr<compat::CommBackend> make_backend(c10::intrusive_ptr<c10d::Store> store,
-                                                       int rank, int size);
+  World(WorldInfo info, CommTimeouts timeouts, c10::intrusive_ptr<c10d::Store> store,
+        torch::Device device);
+  c10::intrusive_ptr<c10d::Backend> make_backend(c10::intrusive_ptr<c10d::Store> store, int rank,
+                                                 int size);
 
   WorldInfo info_;
   CommTimeouts timeouts_;
   c10::intrusive_ptr<c10d::Store> store_;
   std::shared_ptr<ProcessGroup> global_;
   std::map<std::string, int> groups_created_;  // store prefix -> groups made with it
+  torch::Device device_;
 };
 
 }  // namespace titan::distributed

@@ -2,7 +2,10 @@
 
 #include <c10/core/Allocator.h>
 #include <c10/core/CPUAllocator.h>
-#include <unistd.h>
+
+#ifdef TITAN_CUDA
+#include <c10/cuda/CUDACachingAllocator.h>
+#endif
 
 #include <atomic>
 #include <fstream>
@@ -29,7 +32,7 @@ class CountingAllocator final : public c10::Allocator {
  public:
   explicit CountingAllocator(c10::Allocator* base) : base_(base) {}
 
-  c10::DataPtr allocate(size_t nbytes) const override {
+  c10::DataPtr allocate(size_t nbytes) override {
     c10::DeleterFnPtr base_free = base_->raw_deleter();
     c10::DataPtr inner = base_->allocate(nbytes + kHeader);
     if (!base_free || inner.get() != inner.get_context()) return base_->allocate(nbytes);
@@ -43,6 +46,10 @@ class CountingAllocator final : public c10::Allocator {
   }
 
   c10::DeleterFnPtr raw_deleter() const override { return &release; }
+
+  void copy_data(void* dest, const void* src, std::size_t count) const override {
+    base_->copy_data(dest, src, count);
+  }
 
  private:
   static constexpr size_t kHeader = 64;
@@ -89,8 +96,26 @@ int64_t peak_rss_bytes() {
   return 0;
 }
 
-int64_t total_memory_bytes() {
-  return static_cast<int64_t>(sysconf(_SC_PHYS_PAGES)) * sysconf(_SC_PAGE_SIZE);
+MemoryPeaks memory_peaks(const torch::Device& device) {
+#ifdef TITAN_CUDA
+  if (device.is_cuda()) {
+    auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
+    constexpr auto kAll = static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);
+    return {stats.active_bytes[kAll].peak, stats.reserved_bytes[kAll].peak,
+            stats.num_alloc_retries, stats.num_ooms};
+  }
+#endif
+  return {peak_tensor_bytes(), peak_rss_bytes(), 0, 0};
+}
+
+void reset_memory_peaks(const torch::Device& device) {
+#ifdef TITAN_CUDA
+  if (device.is_cuda()) {
+    c10::cuda::CUDACachingAllocator::resetPeakStats(device.index());
+    return;
+  }
+#endif
+  reset_peak_tensor_bytes();
 }
 
 }  // namespace titan::platform

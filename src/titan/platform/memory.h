@@ -1,7 +1,10 @@
-// Memory figures for the step line: the peak of live CPU tensor bytes (a counting allocator
-// around LibTorch's CPU allocator, like TorchTitan's max_active on CUDA), the process's peak
-// resident set (VmHWM), and the machine's RAM.
+// Memory figures for the step line. On a GPU, CUDA's caching allocator's peaks (TorchTitan's
+// DeviceMemoryMonitor); on the CPU, the peak of live tensor bytes (a counting allocator around
+// LibTorch's CPU allocator, the counterpart of max_active) and the process's peak resident set
+// (VmHWM) as the reserved bytes.
 #pragma once
+
+#include <torch/torch.h>
 
 #include <cstdint>
 
@@ -20,7 +23,17 @@ void reset_peak_tensor_bytes();
 
 /// Peak resident set size of this process in bytes (0 if unknown).
 int64_t peak_rss_bytes();
-/// Physical memory of the machine in bytes.
-int64_t total_memory_bytes();
+
+struct MemoryPeaks {
+  int64_t max_active = 0;    // bytes of live tensors at the peak
+  int64_t max_reserved = 0;  // bytes the allocator held from the system at the peak
+  int64_t alloc_retries = 0; // CUDA: allocations that had to free cached blocks and retry
+  int64_t ooms = 0;          // CUDA: out-of-memory errors the allocator raised
+};
+
+/// Peaks on `device` since the last reset_memory_peaks(device). On the CPU, max_reserved is
+/// the process's peak RSS over its whole life.
+MemoryPeaks memory_peaks(const torch::Device& device);
+void reset_memory_peaks(const torch::Device& device);
 
 }  // namespace titan::platform

@@ -9,6 +9,7 @@
 #include "titan/config/resolve.h"
 #include "titan/errors.h"
 #include "titan/platform/blas.h"
+#include "titan/platform/device.h"
 #include "titan/platform/logging.h"
 #include "titan/platform/memory.h"
 
@@ -68,7 +69,10 @@ Trainer::Trainer(config::JobConfig job, distributed::WorldInfo world)
   bool writes_metrics = world_->info().rank == 0;
   metrics_ = std::make_unique<components::MetricsLogger>(
       writes_metrics ? job_.job.dump_folder + "/metrics.jsonl" : "");
-  peak_flops_ = platform::measure_gemm_flops(compute_dtype_);
+  peak_flops_ = device_.is_cpu()
+                    ? std::optional<double>(platform::measure_gemm_flops(compute_dtype_))
+                    : platform::accelerator_peak_flops(platform::device_name(device_),
+                                                       compute_dtype_);
   log_header();
   if (writes_metrics) write_manifest();
 }
@@ -80,7 +84,8 @@ void Trainer::setup_parallelism(const distributed::WorldInfo& world) {
   check_trainable(job_, dims_);
   distributed::CommTimeouts timeouts{std::chrono::seconds(job_.comm.init_timeout_seconds),
                                      std::chrono::seconds(job_.comm.train_timeout_seconds)};
-  world_ = distributed::World::join(world, timeouts);
+  device_ = platform::select_rank_device(world.local_rank);
+  world_ = distributed::World::join(world, timeouts, device_);
   mesh_ = distributed::DeviceMesh::build(dims_, *world_);
   dims_.log_layout(job_.parallelism, world.local_world_size);
 }
@@ -100,7 +105,7 @@ void Trainer::setup_model() {
   for (auto& part : model_parts_) {
     spec_->parallelize(*part, dims_, mesh_, job_);
     follow_free_cores(part->model());
-    part->init_weights(torch::kCPU, seed);
+    part->init_weights(device_, seed);
     auto params = part->parameters();
     params_.insert(params_.end(), params.begin(), params.end());
   }
@@ -154,17 +159,29 @@ void Trainer::setup_data() {
 void Trainer::log_header() {
   auto blas = platform::blas_info();
   if (!blas.optimized) {
-    log::warn("BLAS is not an optimized one ({}, kernels '{}'): GEMMs will be slow; install "
-              "libopenblas0-openmp",
-              blas.library, blas.core);
+    log::warn("LibTorch was built without an optimized BLAS ({}): CPU GEMMs will be slow; use "
+              "the PyTorch wheel scripts/setup.sh installs",
+              blas.library);
   }
   log::info("Model {} {}: {} parameters, {} FLOPs per token at seq_len {}", job_.model.name,
             job_.model.flavor, components::with_commas(num_params_),
             components::with_commas(flops_per_token_), job_.training.seq_len);
-  log::info("Peak FLOPS used for computing MFU: {:.3e} ({} GEMM measured at start on {} "
-            "threads; BLAS kernels {})",
-            peak_flops_, compute_dtype_ == torch::kBFloat16 ? "bf16" : "fp32",
-            torch::get_num_threads(), blas.core.empty() ? "?" : blas.core);
+  const char* dtype = compute_dtype_ == torch::kBFloat16 ? "bf16" : "fp32";
+  const std::string device = platform::device_name(device_);
+  log::info("Device {} ({}) with {:.2f}GiB memory", device_.str(), device,
+            platform::device_capacity_bytes(device_) / double(1 << 30));
+  if (!peak_flops_) {
+    log::warn("Peak FLOPS of {} in {} is not in titan's table of accelerators: MFU is "
+              "reported as n/a",
+              device, dtype);
+  } else if (device_.is_cpu()) {
+    log::info("Peak FLOPS used for computing MFU: {:.3e} ({} GEMM measured at start on {} "
+              "threads; {}, {} kernels)",
+              *peak_flops_, dtype, torch::get_num_threads(), blas.library, blas.kernels);
+  } else {
+    log::info("Peak FLOPS used for computing MFU: {:.3e} ({} dense peak of {})", *peak_flops_,
+              dtype, device);
+  }
   log::info("Tokenizer {}; {}", tokenizer_->describe(), data_->describe());
 }
 
@@ -183,7 +200,9 @@ void Trainer::write_manifest() {
                  {"parameters", num_params_}, {"flops_per_token", flops_per_token_}}},
       {"data", {{"tokenizer", tokenizer_->describe()}, {"files", files},
                 {"tokens_per_step", global_tokens_per_step_}}},
-      {"peak_flops", peak_flops_},
+      {"device", {{"type", device_.str()}, {"name", platform::device_name(device_)},
+                  {"memory_bytes", platform::device_capacity_bytes(device_)}}},
+      {"peak_flops", peak_flops_ ? nlohmann::json(*peak_flops_) : nlohmann::json()},
   };
   components::write_manifest(job_.job.dump_folder + "/run_manifest.json", manifest);
 }
@@ -214,12 +233,14 @@ Trainer::StepResult Trainer::train_step(int64_t step) {
   for (int64_t m = 0; m < data_->accumulation_steps(); ++m) {
     auto data_start = Clock::now();
     auto batch = data_->get(consumed_samples_, m);
+    auto input = batch.input.to(device_);  // [B, S]
+    auto label = batch.label.to(device_);  // [B, S]
     r.data_time_s += seconds_since(data_start);
     auto& part = *model_parts_.front();
-    auto logits = part.model().forward(batch.input);  // [B, S, V] (V / tp: loss parallelism)
+    auto logits = part.model().forward(input);  // [B, S, V] (V / tp: loss parallelism)
     // Sum over this microbatch's tokens divided by the step's global token count, so that
     // summing gradients over microbatches and ranks gives the global mean's gradient.
-    auto loss = part.loss_sum(logits, batch.label) / static_cast<double>(global_tokens_per_step_);
+    auto loss = part.loss_sum(logits, label) / static_cast<double>(global_tokens_per_step_);
     loss.backward();
     local_loss += loss.item<double>();
   }
@@ -235,6 +256,19 @@ Trainer::StepResult Trainer::train_step(int64_t step) {
                             r.loss, step));
   }
   return r;
+}
+
+void Trainer::record_memory(components::StepMetrics& m) {
+  constexpr double kGiB = 1 << 30;
+  const auto peaks = platform::memory_peaks(device_);
+  m.max_active_gib = static_cast<double>(peaks.max_active) / kGiB;
+  m.max_reserved_gib = static_cast<double>(peaks.max_reserved) / kGiB;
+  m.num_alloc_retries = peaks.alloc_retries;
+  m.num_ooms = peaks.ooms;
+  m.memory_gib = device_.is_cpu() ? m.max_active_gib : m.max_reserved_gib;
+  m.memory_pct = 100.0 * m.memory_gib * kGiB /
+                 static_cast<double>(platform::device_capacity_bytes(device_));
+  platform::reset_memory_peaks(device_);
 }
 
 void Trainer::log_state_memory() {
@@ -375,11 +409,8 @@ void Trainer::train() {
     m.tps = static_cast<double>(local_tokens_per_step_) / m.step_time_s /
             dims_.non_data_parallel_size();
     m.tflops = static_cast<double>(flops_per_token_) * m.tps / 1e12;
-    m.mfu = 100.0 * static_cast<double>(flops_per_token_) * m.tps / peak_flops_;
-    auto peak = static_cast<double>(platform::peak_tensor_bytes());
-    m.memory_gib = peak / (1ull << 30);
-    m.memory_pct = 100.0 * peak / static_cast<double>(platform::total_memory_bytes());
-    platform::reset_peak_tensor_bytes();
+    if (peak_flops_) m.mfu = 100.0 * static_cast<double>(flops_per_token_) * m.tps / *peak_flops_;
+    record_memory(m);
     m.tokens_seen = consumed_samples_ * t.seq_len;
     m.consumed_samples = consumed_samples_;
     m.cpu_threads = threads_.threads();

@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "titan/components/checkpoint/checkpoint_manager.h"
@@ -78,6 +79,8 @@ class Trainer {
   components::checkpoint::ShardedStateDict optimizer_state(bool loading);
   /// Logs the bytes of parameters, gradients and optimizer state this rank holds.
   void log_state_memory();
+  /// The memory peaks since the last record into `m`, then a new peak window.
+  void record_memory(components::StepMetrics& m);
   StepResult train_step(int64_t step);
   /// Global L2 norm of the gradients over every mesh dimension.
   double grad_norm();
@@ -101,7 +104,8 @@ class Trainer {
   std::unique_ptr<components::checkpoint::CheckpointManager> checkpoint_;
   int64_t flops_per_token_ = 0;
   int64_t num_params_ = 0;  // of the whole model
-  double peak_flops_ = 0;
+  torch::Device device_ = torch::kCPU;  // where this rank computes (platform/device.h)
+  std::optional<double> peak_flops_;    // FLOP/s of one rank for MFU; none: unknown device
   torch::ScalarType compute_dtype_ = torch::kFloat;
   int64_t global_tokens_per_step_ = 0;
   int64_t local_tokens_per_step_ = 0;

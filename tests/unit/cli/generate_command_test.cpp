@@ -1,5 +1,6 @@
 // `titan generate` end to end on stories260K: greedy ids and the prompt loss from
 // expected.json, and the errors for bad arguments.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -48,7 +49,7 @@ TEST(GenerateCommand, GreedyIdsOfStories260K) {
 TEST(GenerateCommand, ScoreOfStories260K) {
   auto ids = expected()["prompt"]["input_ids"].get<std::vector<int64_t>>();
   std::string list;
-  for (auto id : ids) list += (list.empty() ? "" : ",") + std::to_string(id);
+  for (auto id : ids) list += fmt::format("{}{}", list.empty() ? "" : ",", id);
   auto r = run("--hf_assets_path=" + kStories + " --prompt_ids=" + list + " --score");
   ASSERT_EQ(r.status, 0) << r.out;
   ASSERT_EQ(r.out.rfind("loss: ", 0), 0u) << r.out;

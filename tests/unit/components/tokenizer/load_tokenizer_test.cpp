@@ -1,5 +1,6 @@
 // load_tokenizer: which loader a path picks, and the DataError each kind of bad input gives
 // (the message must name the file).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -66,7 +67,7 @@ class LoadTokenizer : public testing::Test {
     std::string text;
     for (int b = 0; b < 256; ++b) {
       text += {kAlphabet[b >> 2], kAlphabet[(b & 3) << 4], '=', '='};
-      text += " " + std::to_string(b) + "\n";
+      text += fmt::format(" {}\n", b);
     }
     return text + extra;
   }
