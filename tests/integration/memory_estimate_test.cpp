@@ -46,11 +46,13 @@ double estimate_bytes(const Layout& layout) {
 
 // The estimate counts the model's own tensors at the peak; the measured peak also holds what it
 // does not model (autograd's temporaries, the optimizer's update buffers, collective staging)
-// and lacks what the estimate rounds up. Measured when this test was written: x1.03, x0.96,
-// x1.05 and x0.97 of the estimate in the order below. Byte counts do not depend on the
-// machine's load, so the band is tight: an estimate that drops a term (the gradients are 15% of
-// the 1-rank total) or divides activations by tp twice falls out of it.
-constexpr double kLow = 0.9, kHigh = 1.15;
+// and lacks what the estimate rounds up. Measured with PyTorch 2.15's fused attention (SDPA):
+// x0.96, x0.87, x0.98 and x0.91 of the estimate in the order below (with milestone 1's chunked
+// attention, whose score tiles the estimate never modeled, x1.03, x0.96, x1.05, x0.97). Byte
+// counts do not depend on the machine's load, so the band is tight: an estimate that drops a
+// term (the gradients are 15% of the 1-rank total: x1.13 there) or divides activations by tp
+// twice falls out of it.
+constexpr double kLow = 0.82, kHigh = 1.1;
 
 TEST(MemoryEstimate, WithinAStatedFactorOfTheMeasuredPeak) {
   const std::vector<Layout> layouts = {

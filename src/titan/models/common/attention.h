@@ -22,7 +22,6 @@ struct AttentionOptions {
   int64_t head_dim = 0;
   bool qk_norm = false;    // RMSNorm over head_dim on each q and k head, before RoPE
   double norm_eps = 1e-5;  // epsilon of q_norm / k_norm
-  int64_t chunk_size = 128;  // queries per chunk (causal_attention)
 };
 
 class AttentionImpl : public AttentionPart {

@@ -22,7 +22,6 @@ void validate(const TransformerArgs& a) {
   require_positive("n_layers", a.n_layers);
   require_positive("n_heads", a.n_heads);
   require_positive("vocab_size", a.vocab_size);
-  require_positive("attention_chunk_size", a.attention_chunk_size);
   if (a.head_dim == 0 && a.dim % a.n_heads != 0) {
     throw ConfigError(fmt::format(
         "model argument dim ({}) must be divisible by n_heads ({}) unless head_dim is set",

@@ -29,9 +29,6 @@ struct TransformerArgs {
   bool qk_norm = false;        // per-head RMSNorm on q and k before RoPE (Qwen3)
   bool tie_embeddings = false;  // classifier = token embedding matrix
   bool depth_init = true;      // output projections' init std shrinks with layer depth
-  /// Queries per chunk in causal_attention. 128 measured fastest on the 2-core CPU (llama3
-  /// debugmodel shapes, seq 512 and 2048: 10-25% faster than 256 or 512).
-  int64_t attention_chunk_size = 128;
 
   int64_t kv_heads() const { return n_kv_heads > 0 ? n_kv_heads : n_heads; }
   int64_t head_size() const { return head_dim > 0 ? head_dim : dim / n_heads; }

@@ -62,7 +62,6 @@ TransformerBlock dense_block(int64_t layer_id, const TransformerArgs& args,
   attn.head_dim = args.head_size();
   attn.qk_norm = args.qk_norm;
   attn.norm_eps = args.norm_eps;
-  attn.chunk_size = args.attention_chunk_size;
   auto attention = std::make_shared<AttentionImpl>(attn, options);
   auto feed_forward = std::make_shared<FeedForwardImpl>(args.dim, args.ffn_hidden(), options);
 

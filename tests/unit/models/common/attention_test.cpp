@@ -74,7 +74,6 @@ TEST(Attention, QwenStyleModuleMatchesLoop) {
   o.head_dim = 6;  // 4 x 6 = 24 != dim
   o.qk_norm = true;
   o.norm_eps = 1e-6;
-  o.chunk_size = 3;
   Attention attn(o, torch::TensorOptions().dtype(torch::kFloat64));
   {
     torch::NoGradGuard g;
@@ -91,7 +90,7 @@ TEST(Attention, QwenStyleModuleMatchesLoop) {
 }
 
 TEST(Attention, NamesFollowTorchTitan) {
-  AttentionOptions o{8, 2, 1, 4, true, 1e-6, 512};
+  AttentionOptions o{8, 2, 1, 4, true, 1e-6};
   Attention attn(o, torch::TensorOptions());
   std::vector<std::string> names;
   for (const auto& p : attn->named_parameters()) names.push_back(p.key());
@@ -100,7 +99,7 @@ TEST(Attention, NamesFollowTorchTitan) {
 }
 
 TEST(Attention, RejectsHeadsThatDoNotGroup) {
-  AttentionOptions o{8, 3, 2, 4, false, 1e-6, 512};
+  AttentionOptions o{8, 3, 2, 4, false, 1e-6};
   EXPECT_THROW(Attention(o, torch::TensorOptions()), ConfigError);
 }
 

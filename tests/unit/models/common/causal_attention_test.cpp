@@ -1,6 +1,6 @@
-// Chunked causal attention against (1) a float64 loop over batch, head, query and key and
-// (2) the plain [B, H, S, S] formulation under autograd for gradients, for several chunk sizes
-// and for MHA, GQA and MQA head layouts.
+// Causal attention (LibTorch's fused SDPA kernels) against (1) a float64 loop over batch, head,
+// query and key and (2) the plain [B, H, S, S] formulation under autograd for gradients, for MHA,
+// GQA and MQA head layouts and sequences shorter and longer than the kernel's blocks.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,7 +12,7 @@ namespace titan::models {
 namespace {
 
 struct Case {
-  int64_t heads, kv_heads, chunk;
+  int64_t heads, kv_heads, seq;
 };
 
 // Loop reference: out[b,h,i] = sum_{j<=i} softmax_j(q[b,h,i] . k[b,g,j] * scale) v[b,g,j],
@@ -66,13 +66,13 @@ class CausalAttention : public ::testing::TestWithParam<Case> {};
 TEST_P(CausalAttention, MatchesLoopAndDenseGradients) {
   const Case c = GetParam();
   torch::manual_seed(5);
-  const int64_t B = 2, S = 13, Dh = 8;
+  const int64_t B = 2, S = c.seq, Dh = 8;
   const double scale = 1.0 / std::sqrt(double(Dh));
   auto opts = torch::TensorOptions().dtype(torch::kFloat64);
   auto q = torch::randn({B, c.heads, S, Dh}, opts).requires_grad_();
   auto k = torch::randn({B, c.kv_heads, S, Dh}, opts).requires_grad_();
   auto v = torch::randn({B, c.kv_heads, S, Dh}, opts).requires_grad_();
-  auto out = causal_attention(q, k, v, scale, c.chunk);
+  auto out = causal_attention(q, k, v, scale);
   EXPECT_LE((out - loop_reference(q.detach(), k.detach(), v.detach(), scale)).abs().max().item<double>(),
             1e-13);
 
@@ -84,21 +84,21 @@ TEST_P(CausalAttention, MatchesLoopAndDenseGradients) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(HeadLayoutsAndChunks, CausalAttention,
-                         ::testing::Values(Case{4, 4, 13}, Case{4, 4, 1}, Case{6, 2, 4},
-                                           Case{6, 2, 5}, Case{6, 1, 100}, Case{8, 2, 3}));
+INSTANTIATE_TEST_SUITE_P(HeadLayoutsAndLengths, CausalAttention,
+                         ::testing::Values(Case{4, 4, 13}, Case{4, 4, 1}, Case{6, 2, 13},
+                                           Case{6, 1, 100}, Case{8, 2, 3}, Case{2, 1, 300}));
 
 TEST(CausalAttentionPrecision, Float32AndBfloat16) {
   torch::manual_seed(6);
   auto q = torch::randn({1, 4, 40, 16}, torch::kFloat64);
   auto k = torch::randn({1, 2, 40, 16}, torch::kFloat64);
   auto v = torch::randn({1, 2, 40, 16}, torch::kFloat64);
-  auto want = causal_attention(q, k, v, 0.25, 16);
-  auto f32 = causal_attention(q.to(torch::kFloat), k.to(torch::kFloat), v.to(torch::kFloat), 0.25, 16);
+  auto want = causal_attention(q, k, v, 0.25);
+  auto f32 = causal_attention(q.to(torch::kFloat), k.to(torch::kFloat), v.to(torch::kFloat), 0.25);
   EXPECT_EQ(f32.scalar_type(), torch::kFloat32);
   EXPECT_LE((f32.to(torch::kFloat64) - want).abs().max().item<double>(), 1e-5);
   auto bf16 = causal_attention(q.to(torch::kBFloat16), k.to(torch::kBFloat16),
-                               v.to(torch::kBFloat16), 0.25, 16);
+                               v.to(torch::kBFloat16), 0.25);
   EXPECT_EQ(bf16.scalar_type(), torch::kBFloat16);
   EXPECT_LE((bf16.to(torch::kFloat64) - want).abs().max().item<double>(), 5e-2);
 }
@@ -106,7 +106,7 @@ TEST(CausalAttentionPrecision, Float32AndBfloat16) {
 TEST(CausalAttentionPrecision, RejectsUngroupableHeads) {
   auto q = torch::randn({1, 3, 4, 8});
   auto kv = torch::randn({1, 2, 4, 8});
-  EXPECT_THROW(causal_attention(q, kv, kv, 1.0, 4), c10::Error);
+  EXPECT_THROW(causal_attention(q, kv, kv, 1.0), c10::Error);
 }
 
 }  // namespace

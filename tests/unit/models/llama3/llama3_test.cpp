@@ -96,20 +96,6 @@ void check_llama3_tiny(torch::ScalarType dtype, double logit_tol, double rel_tol
 TEST(Llama3Parity, Llama3TinyFloat32) { check_llama3_tiny(torch::kFloat32, 1e-5, 1e-5); }
 TEST(Llama3Parity, Llama3TinyFloat64) { check_llama3_tiny(torch::kFloat64, 5.1e-9, 1e-10); }
 
-// The same reference with 4-query attention chunks (the prompt spans 5 chunks).
-TEST(Llama3Parity, Llama3TinySmallAttentionChunks) {
-  const auto expected = load_expected("llama3_tiny");
-  auto folder = components::load_hf_folder(testing::model_dir("llama3_tiny"));
-  auto args = models::args_from_hf_config(folder.config, false);
-  args.attention_chunk_size = 4;
-  auto model = std::make_shared<models::Transformer>(args);
-  models::load_hf_state_dict(*model, folder.state_dict);
-  auto r = testing::run_prompt(*model, "llama3", testing::json_ids(expected["prompt"]["input_ids"]));
-  EXPECT_LE(rel_err(r.loss, expected["prompt"]["mean_loss"]), 1e-5);
-  EXPECT_LE(rel_err(r.grad_norm, expected["prompt"]["grad_norm"]), 1e-5);
-  EXPECT_NEAR(r.logits[17][7].item<double>(), expected["prompt"]["logits"][17][7].get<double>(), 1e-5);
-}
-
 TEST(Llama3Flavors, SizesMatchTheReleasedModels) {
   const auto& spec = train::get_train_spec("llama3");
   EXPECT_EQ(spec.flavors,
