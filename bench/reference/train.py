@@ -244,7 +244,7 @@ def main() -> None:
         data_time = time.perf_counter() - start
         optimizer.zero_grad(set_to_none=True)
         logits = train_model(inputs)  # [b, S, V]
-        loss = F.cross_entropy(logits.flatten(0, 1), labels.flatten())
+        loss = F.cross_entropy(logits.flatten(0, 1).float(), labels.flatten())  # fp32 loss
         loss.backward()
         if step == 1 and args.save_grads and rank == 0:
             write_safetensors(args.save_grads, {n: q.grad for n, q in model.named_parameters()})
