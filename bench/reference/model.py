@@ -128,7 +128,8 @@ class Attention(nn.Module):
         k = apply_rope(k, cos, sin).transpose(1, 2)  # [B, Hkv, S, Dh]
         v = v.transpose(1, 2)  # [B, Hkv, S, Dh]
         # PyTorch's fused causal attention (its CPU flash kernel), grouped-query heads shared.
-        o = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)  # [B, H, S, Dh]
+        o = F.scaled_dot_product_attention(q, k, v, is_causal=True,
+                                           enable_gqa=True)  # [B, H, S, Dh]
         return self.wo(o.transpose(1, 2).reshape(b, s, -1))  # [B, S, dim]
 
 

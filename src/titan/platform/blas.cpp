@@ -41,7 +41,7 @@ std::string libtorch_build_setting(const std::string& name) {
 
 BlasInfo blas_info() {
   const std::string config = at::show_config();
-  const std::string blas = libtorch_build_setting("BLAS_INFO");
+  const std::string blas = config_value(config, "BLAS_INFO=", /*to_comma=*/true);
   BlasInfo info;
   info.library = blas.empty() ? "none (LibTorch built without a BLAS)" : library_line(config, blas);
   info.kernels = config_value(config, "CPU capability usage: ", /*to_comma=*/false);
