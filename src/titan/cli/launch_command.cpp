@@ -22,7 +22,8 @@ constexpr const char* kLaunchUsage =
     "  RDZV_ENDPOINT  host:port of the rendezvous store (required when NNODES > 1)\n"
     "  MODULE         model family, e.g. llama3 or a dotted name (run_train.sh; default llama3)\n"
     "  CONFIG         named config or .toml file (run_train.sh; default llama3_debugmodel)\n"
-    "  LOG_RANK       ranks echoed to the console: 0, 0,3 or all (default 0)\n"
+    "  LOG_RANK       ranks echoed to the console: 0, 0,3 or all (default: the rank that logs\n"
+    "                 the step line, the first of the last pipeline stage; 0 without one)\n"
     "  COMM_MODE      fake_backend: validate the config for the world size in one process\n";
 
 }  // namespace
@@ -52,8 +53,9 @@ int launch_command(const Args& all_args) {
     return train::dry_run(job, options.world_size(), std::cout);
   }
   if (worker == "train") {
-    train::check_trainable(job, distributed::ParallelDims::from_config(job.parallelism,
-                                                                  options.world_size()));
+    auto dims = distributed::ParallelDims::from_config(job.parallelism, options.world_size());
+    train::check_trainable(job, dims);
+    if (!std::getenv("LOG_RANK")) options.log_rank = std::to_string(train::metrics_rank(job, dims));
   }
   options.dump_folder = job.job.dump_folder;
   options.worker_args = {worker};

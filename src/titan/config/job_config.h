@@ -65,6 +65,9 @@ struct ParallelismSection {
   int64_t pipeline_parallel_degree = 1;
   std::string pipeline_parallel_schedule = "1F1B";
   int64_t pipeline_parallel_microbatch_size = 1;
+  std::optional<int64_t> pipeline_parallel_layers_per_stage;
+  int64_t pipeline_parallel_first_stage_less_layers = 1;
+  int64_t pipeline_parallel_last_stage_less_layers = 1;
   int64_t expert_parallel_degree = 1;
 };
 

@@ -77,8 +77,7 @@ Value toml_to_value(const FieldSpec& f, const toml::node& node, const std::strin
 }
 
 void set_checked(JobConfig& config, const FieldSpec& f, const Value& v) {
-  check_value(f, v);
-  f.set(config, v);
+  f.set(config, check_value(f, v));
 }
 
 std::string read_file(const std::string& path, const std::string& what) {

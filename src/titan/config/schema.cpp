@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <sstream>
 
+#include "titan/distributed/pipeline/schedule.h"
 #include "titan/errors.h"
 #include "titan/train/train_spec.h"
 
@@ -68,6 +70,7 @@ void from_value(const Value& v, std::optional<T>& out) {
 struct Options {
   std::vector<std::string> choices = {};
   std::optional<double> min = std::nullopt;
+  bool ignore_case = false;
 };
 
 template <class Sec, class T>
@@ -80,6 +83,7 @@ FieldSpec field(const char* section, const char* key, Sec JobConfig::*sec, T Sec
   f.help = help;
   f.choices = std::move(options.choices);
   f.min = options.min;
+  f.ignore_case = options.ignore_case;
   f.get = [sec, member](const JobConfig& c) { return to_value(c.*sec.*member); };
   f.set = [sec, member](JobConfig& c, const Value& v) { from_value(v, c.*sec.*member); };
   return f;
@@ -188,11 +192,23 @@ std::vector<FieldSpec> build_schema() {
       field("parallelism", "pipeline_parallel_degree", &C::parallelism,
             &ParallelismSection::pipeline_parallel_degree, "Pipeline stages", {{}, 1.0}),
       field("parallelism", "pipeline_parallel_schedule", &C::parallelism,
-            &ParallelismSection::pipeline_parallel_schedule, "Pipeline schedule",
-            {{"GPipe", "1F1B", "Interleaved1F1B"}}),
+            &ParallelismSection::pipeline_parallel_schedule,
+            "Pipeline schedule (any case)",
+            {distributed::pipeline::schedule_names(), std::nullopt, true}),
       field("parallelism", "pipeline_parallel_microbatch_size", &C::parallelism,
             &ParallelismSection::pipeline_parallel_microbatch_size,
-            "Sequences per pipeline microbatch", {{}, 1.0}),
+            "Sequences per pipeline microbatch (local_batch_size must divide by it)", {{}, 1.0}),
+      field("parallelism", "pipeline_parallel_layers_per_stage", &C::parallelism,
+            &ParallelismSection::pipeline_parallel_layers_per_stage,
+            "Layers per pipeline stage (the embedding and the output counted as below); none = "
+            "1 stage per rank for GPipe/1F1B, 2 for Interleaved1F1B/ZBVZeroBubble",
+            {{}, 1.0}),
+      field("parallelism", "pipeline_parallel_first_stage_less_layers", &C::parallelism,
+            &ParallelismSection::pipeline_parallel_first_stage_less_layers,
+            "Layers the embedding counts as when splitting the pipeline", {{}, 0.0}),
+      field("parallelism", "pipeline_parallel_last_stage_less_layers", &C::parallelism,
+            &ParallelismSection::pipeline_parallel_last_stage_less_layers,
+            "Layers the final norm and output count as when splitting the pipeline", {{}, 0.0}),
       field("parallelism", "expert_parallel_degree", &C::parallelism,
             &ParallelismSection::expert_parallel_degree, "Expert-parallel degree (MoE)",
             {{}, 1.0}),
@@ -416,18 +432,22 @@ Value parse_value(const FieldSpec& f, const std::string& text) {
   bad_type(f, text);
 }
 
-void check_value(const FieldSpec& f, const Value& value) {
-  auto check_choice = [&](const std::string& s) {
-    if (!f.choices.empty() &&
-        std::find(f.choices.begin(), f.choices.end(), s) == f.choices.end()) {
-      throw ConfigError(fmt::format("{} = '{}' is not allowed; allowed values: {}", f.name(), s,
-                                    join(f.choices, ", ")));
-    }
+Value check_value(const FieldSpec& f, const Value& value) {
+  auto same = [&](const std::string& a, const std::string& b) {
+    return f.ignore_case ? std::equal(a.begin(), a.end(), b.begin(), b.end(),
+                                      [](unsigned char x, unsigned char y) {
+                                        return std::tolower(x) == std::tolower(y);
+                                      })
+                         : a == b;
   };
-  if (auto s = std::get_if<std::string>(&value)) check_choice(*s);
-  if (auto list = std::get_if<std::vector<std::string>>(&value)) {
-    for (const auto& s : *list) check_choice(s);
-  }
+  auto choice = [&](const std::string& s) {
+    if (f.choices.empty()) return s;
+    for (const auto& c : f.choices) {
+      if (same(s, c)) return c;
+    }
+    throw ConfigError(fmt::format("{} = '{}' is not allowed; allowed values{}: {}", f.name(), s,
+                                  f.ignore_case ? " (in any case)" : "", join(f.choices, ", ")));
+  };
   std::optional<double> number;
   if (auto i = std::get_if<int64_t>(&value)) number = static_cast<double>(*i);
   if (auto d = std::get_if<double>(&value)) number = *d;
@@ -435,6 +455,13 @@ void check_value(const FieldSpec& f, const Value& value) {
     throw ConfigError(fmt::format("{} = {} is out of range; it must be >= {}", f.name(),
                                   format_value(value), *f.min));
   }
+  if (auto s = std::get_if<std::string>(&value)) return choice(*s);
+  if (auto list = std::get_if<std::vector<std::string>>(&value)) {
+    std::vector<std::string> out;
+    for (const auto& s : *list) out.push_back(choice(s));
+    return out;
+  }
+  return value;
 }
 
 }  // namespace titan::config

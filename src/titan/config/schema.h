@@ -25,6 +25,7 @@ struct FieldSpec {
   FieldType type;
   std::string help;
   std::vector<std::string> choices;  // allowed strings; empty = any
+  bool ignore_case = false;          // choices match in any case (stored as spelled here)
   std::optional<double> min;         // inclusive lower bound for numbers
   std::function<Value(const JobConfig&)> get;
   std::function<void(JobConfig&, const Value&)> set;
@@ -51,8 +52,8 @@ std::string format_value(const Value& value);
 /// optional). Throws ConfigError naming the key, the expected type and the text.
 Value parse_value(const FieldSpec& field, const std::string& text);
 
-/// Checks `value` against the field's choices and lower bound. Throws ConfigError naming the key
-/// and the allowed values.
-void check_value(const FieldSpec& field, const Value& value);
+/// Checks `value` against the field's choices and lower bound and returns it, a choice spelled
+/// as the field spells it. Throws ConfigError naming the key and the allowed values.
+Value check_value(const FieldSpec& field, const Value& value);
 
 }  // namespace titan::config

@@ -51,6 +51,8 @@ struct ParallelDims {
 
   /// Coordinates of global `rank` on each mesh dimension.
   std::array<int, 5> coords(int rank) const;
+  /// The lowest global rank on pipeline rank `pp_rank` (pp is the outermost dimension).
+  int first_rank_at_pp(int pp_rank) const { return pp_rank * (world_size / pp); }
   /// Data-parallel rank (replicate x shard flattened): decides which batch a rank reads.
   int dp_rank(int rank) const;
   /// Global ranks that share every coordinate with `rank` except those in `dims`, ordered by

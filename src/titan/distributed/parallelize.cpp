@@ -22,7 +22,11 @@ void apply_fsdp(ModelPart& part, const ParallelDims& dims, const DeviceMesh& mes
   if (dims.fsdp_enabled() && job.training.mixed_precision_param == "bfloat16") {
     options.param_dtype = torch::kBFloat16;
   }
-  options.reshard_after_forward = job.parallelism.fsdp_reshard_after_forward != "never";
+  // "default": reshard, except under pipeline parallelism (as TorchTitan: each microbatch's
+  // backward would gather the parameters again).
+  const auto& policy = job.parallelism.fsdp_reshard_after_forward;
+  options.reshard_after_forward =
+      policy == "always" || (policy == "default" && !dims.pp_enabled());
   part.set_fsdp(Fsdp::apply(part.model(), mesh["dp_shard_cp"], mesh["dp_replicate"], options),
                 options.param_dtype);
 }

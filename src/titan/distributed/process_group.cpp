@@ -131,6 +131,31 @@ void ProcessGroup::barrier(const std::string& what) {
   all_reduce_(t, ReduceOp::Sum, what);
 }
 
+PendingSend ProcessGroup::send(const torch::Tensor& t, int dst, int tag, const std::string& what) {
+  TORCH_CHECK(backend_ && dst != rank_, "send of ", what, ": group ", name_, " has no rank ", dst,
+              " to send to");
+  PendingSend pending{nullptr, on_device(t), what};
+  std::vector<torch::Tensor> tensors{pending.buffer};
+  pending.work = backend_->send(tensors, dst, tag);
+  return pending;
+}
+
+void ProcessGroup::finish(PendingSend& pending) {
+  if (pending.work) wait(pending.work, pending.what);
+  pending = PendingSend{};
+}
+
+void ProcessGroup::recv_(torch::Tensor& t, int src, int tag, const std::string& what) {
+  TORCH_CHECK(backend_ && src != rank_, "receive of ", what, ": group ", name_, " has no rank ",
+              src, " to receive from");
+  torch::Tensor buf = t.device() == device_ && t.is_contiguous()
+                          ? t
+                          : torch::empty(t.sizes(), t.options().device(device_));
+  std::vector<torch::Tensor> tensors{buf};
+  wait(backend_->recv(tensors, src, tag), what);
+  if (!buf.is_same(t)) t.copy_(buf);
+}
+
 World::World(WorldInfo info, CommTimeouts timeouts, c10::intrusive_ptr<c10d::Store> store,
              torch::Device device)
     : info_(std::move(info)), timeouts_(timeouts), store_(std::move(store)), device_(device) {}

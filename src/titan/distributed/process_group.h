@@ -35,6 +35,13 @@ struct CommTimeouts {
 
 enum class ReduceOp { Sum, Max, Min };
 
+/// A point-to-point send in flight (ProcessGroup::send); ProcessGroup::finish waits for it.
+struct PendingSend {
+  c10::intrusive_ptr<c10d::Work> work;
+  torch::Tensor buffer;  // kept alive until the peer has it
+  std::string what;
+};
+
 /// A group of ranks. Collectives block until done and throw CommError naming this rank, the
 /// group and the operation `what` when the peer ranks fail or the train timeout passes. They
 /// take tensors on any device and return results on the input's device; the data moves on the
@@ -65,6 +72,14 @@ class ProcessGroup {
   torch::Tensor reduce_scatter(const torch::Tensor& t, const std::string& what);
   /// Blocks until every member arrives.
   void barrier(const std::string& what);
+  /// Starts sending `t` to group rank `dst`, matched by the receive of the same `tag` (Gloo;
+  /// NCCL matches sends and receives between two ranks in the order they are posted).
+  PendingSend send(const torch::Tensor& t, int dst, int tag, const std::string& what);
+  /// Waits until the peer of `pending` has received it.
+  void finish(PendingSend& pending);
+  /// Receives into `t` (its shape and dtype are the sender's) from group rank `src` under
+  /// `tag`; blocks until the data is here.
+  void recv_(torch::Tensor& t, int src, int tag, const std::string& what);
 
  private:
   void wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& what);

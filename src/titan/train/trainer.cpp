@@ -22,12 +22,20 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// The job's flavor cut as `split` says, by its family's splitter.
+distributed::pipeline::SplitFn splitter(const config::JobConfig& job) {
+  const auto* spec = &get_train_spec(job.model.name);
+  return [spec, flavor = job.model.flavor](const models::PipelineSplit& split) {
+    return spec->pipeline_split(flavor, split);
+  };
+}
+
 }  // namespace
 
 void check_trainable(const config::JobConfig& job, const distributed::ParallelDims& dims) {
-  if (dims.cp > 1 || dims.pp > 1 || dims.ep > 1) {
-    throw ConfigError(fmt::format("this build trains with data and tensor parallelism only; got "
-                                  "{} (context, pipeline and expert parallel degrees must be 1)",
+  if (dims.cp > 1 || dims.ep > 1) {
+    throw ConfigError(fmt::format("this build trains with data, tensor and pipeline parallelism "
+                                  "only; got {} (context and expert parallel degrees must be 1)",
                                   dims.describe()));
   }
   const std::vector<std::pair<const char*, bool>> not_built = {
@@ -44,9 +52,19 @@ void check_trainable(const config::JobConfig& job, const distributed::ParallelDi
                                     key));
     }
   }
-  auto model = get_train_spec(job.model.name).build_on_device(job.model.flavor, torch::kMeta);
+  const auto& spec = get_train_spec(job.model.name);
+  auto model = spec.build_on_device(job.model.flavor, torch::kMeta);
   distributed::check_tensor_parallel(*model, dims.tp, job.training.seq_len,
                                      !job.parallelism.disable_sequence_parallel);
+  if (dims.pp_enabled()) {
+    for (const auto& piece : distributed::pipeline::plan_pipeline(job, dims.pp, splitter(job)).stages) {
+      spec.build_part(job.model.flavor, torch::kMeta, piece);
+    }
+  }
+}
+
+int metrics_rank(const config::JobConfig& job, const distributed::ParallelDims& dims) {
+  return distributed::metrics_rank(job, dims, splitter(job));
 }
 
 Trainer::Trainer(config::JobConfig job, distributed::WorldInfo world)
@@ -66,7 +84,7 @@ Trainer::Trainer(config::JobConfig job, distributed::WorldInfo world)
   checkpoint_ = std::make_unique<components::checkpoint::CheckpointManager>(
       job_.checkpoint, job_.job.dump_folder, world_->global(),
       components::checkpoint::ModelIdentity{job_.model.name, job_.model.flavor});
-  bool writes_metrics = world_->info().rank == 0;
+  bool writes_metrics = world_->info().rank == metrics_rank(job_, dims_);
   metrics_ = std::make_unique<components::MetricsLogger>(
       writes_metrics ? job_.job.dump_folder + "/metrics.jsonl" : "");
   peak_flops_ = device_.is_cpu()
@@ -96,19 +114,21 @@ void Trainer::setup_model() {
   shape_ = whole->shape();
   flops_per_token_ = whole->flops_per_token(job_.training.seq_len);
   num_params_ = whole->num_params();
-  // One stage per pp rank (pipeline_parallel_degree > 1 is refused until its schedules exist).
-  const auto stages = spec_->pipeline_split(job_.model.flavor, models::PipelineSplit{dims_.pp});
-  const auto& pieces = stages.at(static_cast<size_t>(mesh_["pp"]->rank()));
-  model_parts_.push_back(std::make_unique<distributed::ModelPart>(
-      spec_->build_part(job_.model.flavor, torch::kMeta, pieces), mesh_));
+  forward_backward_ = distributed::make_forward_backward(job_, dims_, mesh_, splitter(job_));
   uint64_t seed = static_cast<uint64_t>(job_.training.seed.value_or(0));
-  for (auto& part : model_parts_) {
-    spec_->parallelize(*part, dims_, mesh_, job_);
-    follow_free_cores(part->model());
-    part->init_weights(device_, seed);
-    auto params = part->parameters();
+  std::vector<distributed::ModelPart*> parts;
+  for (const auto& piece : forward_backward_->local_pieces()) {
+    model_parts_.push_back(std::make_unique<distributed::ModelPart>(
+        spec_->build_part(job_.model.flavor, torch::kMeta, piece), mesh_));
+    auto& part = *model_parts_.back();
+    spec_->parallelize(part, dims_, mesh_, job_);
+    follow_free_cores(part.model());
+    part.init_weights(device_, seed);
+    auto params = part.parameters();
     params_.insert(params_.end(), params.begin(), params.end());
+    parts.push_back(&part);
   }
+  forward_backward_->attach(parts);
   compute_dtype_ = model_parts_.front()->compute_dtype();
   log::info("Compute dtype {}, gradient reduction float32, activation checkpointing '{}'",
             compute_dtype_ == torch::kBFloat16 ? "bfloat16" : "float32",
@@ -210,7 +230,7 @@ void Trainer::write_manifest() {
 double Trainer::grad_norm() {
   double sq = 0;
   for (auto& part : model_parts_) sq += part->grad_sq_sum();
-  return std::sqrt(sq);
+  return std::sqrt(forward_backward_->sum_over_stages(sq));
 }
 
 double Trainer::clip_gradients() {
@@ -236,13 +256,10 @@ Trainer::StepResult Trainer::train_step(int64_t step) {
     auto input = batch.input.to(device_);  // [B, S]
     auto label = batch.label.to(device_);  // [B, S]
     r.data_time_s += seconds_since(data_start);
-    auto& part = *model_parts_.front();
-    auto logits = part.model().forward(input);  // [B, S, V] (V / tp: loss parallelism)
-    // Sum over this microbatch's tokens divided by the step's global token count, so that
-    // summing gradients over microbatches and ranks gives the global mean's gradient.
-    auto loss = part.loss_sum(logits, label) / static_cast<double>(global_tokens_per_step_);
-    loss.backward();
-    local_loss += loss.item<double>();
+    // Each token's loss divided by the step's global token count, so that summing gradients
+    // over microbatches, accumulation steps and ranks gives the global mean's gradient.
+    local_loss +=
+        forward_backward_->run(input, label, static_cast<double>(global_tokens_per_step_));
   }
   consumed_samples_ += data_->layout().global_batch_size();
   for (auto& part : model_parts_) part->finish_backward();
@@ -250,7 +267,7 @@ Trainer::StepResult Trainer::train_step(int64_t step) {
   optimizer_->step(scheduler_->lr_at(step));
   auto loss_t = torch::tensor({local_loss}, torch::kDouble);
   mesh_["loss"]->all_reduce_(loss_t, distributed::ReduceOp::Sum, "loss all-reduce");
-  r.loss = loss_t.item<double>();
+  r.loss = forward_backward_->sum_over_stages(loss_t.item<double>());
   if (!std::isfinite(r.loss)) {
     throw Error(fmt::format("loss is {} at step {}; lower optimizer.lr or check the data",
                             r.loss, step));

@@ -15,6 +15,7 @@
 #include "titan/components/tokenizer/tokenizer.h"
 #include "titan/config/job_config.h"
 #include "titan/distributed/device_mesh.h"
+#include "titan/distributed/forward_backward.h"
 #include "titan/distributed/model_part.h"
 #include "titan/distributed/parallel_dims.h"
 #include "titan/distributed/process_group.h"
@@ -27,12 +28,17 @@ class DataLoader;
 
 namespace titan::train {
 
-/// Refuses what this build cannot train with a ConfigError naming the key: context, pipeline
-/// or expert parallel degrees above 1, a tensor-parallel degree that does not divide the model
-/// (distributed::check_tensor_parallel), and features whose keys exist but are not built yet
-/// (compile, TensorBoard, profiling, memory snapshots, validation). The launcher calls it
-/// before any worker starts.
+/// Refuses what this build cannot train with a ConfigError naming the key: context or expert
+/// parallel degrees above 1, a tensor-parallel degree that does not divide the model
+/// (distributed::check_tensor_parallel), a pipeline the model or the batch cannot be cut into
+/// (distributed::pipeline::plan_pipeline, and each stage built on the meta device), and
+/// features whose keys exist but are not built yet (compile, TensorBoard, profiling, memory
+/// snapshots, validation). The launcher calls it before any worker starts.
 void check_trainable(const config::JobConfig& job, const distributed::ParallelDims& dims);
+
+/// The global rank that logs the step line and writes metrics.jsonl for `job` on `dims` (the
+/// first rank of the last pipeline stage; the launcher's LOG_RANK default).
+int metrics_rank(const config::JobConfig& job, const distributed::ParallelDims& dims);
 
 class Trainer {
  public:
@@ -94,6 +100,7 @@ class Trainer {
   distributed::DeviceMesh mesh_;
   const TrainSpec* spec_ = nullptr;
   models::ModelShape shape_;  // of the whole model
+  std::unique_ptr<distributed::ForwardBackward> forward_backward_;  // runs batches through:
   std::vector<std::unique_ptr<distributed::ModelPart>> model_parts_;  // this rank's, in order
   std::vector<torch::Tensor> params_;  // every part's, in order
   std::unique_ptr<components::Tokenizer> tokenizer_;

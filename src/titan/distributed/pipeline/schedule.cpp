@@ -1,6 +1,7 @@
 #include "titan/distributed/pipeline/schedule.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
@@ -235,14 +236,18 @@ void check_coverage(const Schedule& s) {
 }  // namespace
 
 ScheduleKind parse_schedule(const std::string& name) {
-  std::string names;
   for (auto kind : kKinds) {
     if (lower(name) == lower(schedule_name(kind))) return kind;
-    names += (names.empty() ? "" : ", ") + std::string(schedule_name(kind));
   }
   throw ConfigError(fmt::format("parallelism.pipeline_parallel_schedule: '{}' is not a schedule "
                                 "(valid, in any case: {})",
-                                name, names));
+                                name, fmt::join(schedule_names(), ", ")));
+}
+
+std::vector<std::string> schedule_names() {
+  std::vector<std::string> out;
+  for (auto kind : kKinds) out.push_back(schedule_name(kind));
+  return out;
 }
 
 const char* schedule_name(ScheduleKind kind) {

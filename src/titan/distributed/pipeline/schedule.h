@@ -27,6 +27,8 @@ enum class ScheduleKind { GPipe, OneFOneB, Interleaved1F1B, ZBVZeroBubble };
 ScheduleKind parse_schedule(const std::string& name);
 /// TorchTitan's spelling: "GPipe", "1F1B", "Interleaved1F1B", "ZBVZeroBubble".
 const char* schedule_name(ScheduleKind kind);
+/// Every schedule's name, as schedule_name spells it.
+std::vector<std::string> schedule_names();
 /// Schedules that run several stages on each rank (their default is 2 per rank).
 bool is_multi_stage(ScheduleKind kind);
 
@@ -50,7 +52,7 @@ struct Action {
 };
 
 struct Schedule {
-  ScheduleKind kind;
+  ScheduleKind kind = ScheduleKind::OneFOneB;
   int pp = 1;          // ranks
   int num_stages = 1;  // all stages, pp x stages per rank
   int microbatches = 1;

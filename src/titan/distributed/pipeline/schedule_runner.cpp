@@ -1,0 +1,160 @@
+#include "titan/distributed/pipeline/schedule_runner.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "titan/errors.h"
+#include "titan/platform/logging.h"
+
+namespace titan::distributed::pipeline {
+namespace {
+
+// The header sent before each tensor: dtype, number of dimensions, sizes.
+constexpr int64_t kMaxDims = 6;
+
+torch::Tensor header_of(const torch::Tensor& t) {
+  TORCH_CHECK(t.dim() <= kMaxDims, "pipeline transfers take up to ", kMaxDims, " dimensions");
+  auto h = torch::zeros({kMaxDims + 2}, torch::kLong);  // [dtype, ndim, sizes...]
+  h[0] = static_cast<int64_t>(t.scalar_type());
+  h[1] = t.dim();
+  for (int64_t d = 0; d < t.dim(); ++d) h[d + 2] = t.size(d);
+  return h;
+}
+
+torch::Tensor empty_from_header(const torch::Tensor& h, torch::Device device) {
+  auto v = h.to(torch::kCPU);
+  std::vector<int64_t> sizes;
+  for (int64_t d = 0; d < v[1].item<int64_t>(); ++d) sizes.push_back(v[d + 2].item<int64_t>());
+  const auto dtype = static_cast<torch::ScalarType>(v[0].item<int64_t>());
+  return torch::empty(sizes, torch::TensorOptions().dtype(dtype).device(device));
+}
+
+}  // namespace
+
+ScheduleRunner::ScheduleRunner(PipelinePlan plan, std::shared_ptr<ProcessGroup> pp_group)
+    : plan_(std::move(plan)), group_(std::move(pp_group)), rank_(group_->rank()) {
+  if (group_->size() != plan_.schedule.pp) {
+    throw std::logic_error(fmt::format("a schedule for {} pipeline ranks on group '{}' of {}",
+                                       plan_.schedule.pp, group_->name(), group_->size()));
+  }
+  const auto& s = plan_.schedule;
+  std::string mine;
+  for (int stage : s.stages_of_rank(rank_)) {
+    const auto& p = plan_.stages.at(stage);
+    mine += fmt::format("{}stage {} (blocks [{}, {}){}{})", mine.empty() ? "" : ", ", stage,
+                        p.first_layer, p.end_layer, p.embedding ? ", embedding" : "",
+                        p.output ? ", norm and output" : "");
+  }
+  log::info("Pipeline schedule {} over {} ranks: {} stages, {} microbatches of {} per local "
+            "batch; pipeline rank {} holds {}",
+            schedule_name(s.kind), s.pp, s.num_stages, s.microbatches, plan_.microbatch_size,
+            rank_, mine);
+}
+
+std::vector<models::PartRange> ScheduleRunner::local_pieces() const {
+  std::vector<models::PartRange> out;
+  for (int s : plan_.schedule.stages_of_rank(rank_)) out.push_back(plan_.stages.at(s));
+  return out;
+}
+
+void ScheduleRunner::attach(std::vector<ModelPart*> parts) {
+  const auto ids = plan_.schedule.stages_of_rank(rank_);
+  if (parts.size() != ids.size()) throw std::logic_error("one model part per local stage");
+  for (size_t i = 0; i < ids.size(); ++i) {
+    stages_[ids[i]] =
+        std::make_unique<PipelineStage>(ids[i], plan_.schedule.num_stages, *parts[i]);
+  }
+}
+
+int ScheduleRunner::tag(Flow flow, int stage, int microbatch, int part) const {
+  const int slot = stage * plan_.schedule.microbatches + microbatch;
+  return ((slot * 2) + static_cast<int>(flow)) * 2 + part;
+}
+
+std::string ScheduleRunner::describe(Flow flow, const Action& action, bool sending,
+                                     int peer) const {
+  return fmt::format("pipeline {} {} for action {} (stage {}, microbatch {}) {} pipeline rank {}",
+                     flow == Flow::Activation ? "activation" : "gradient",
+                     sending ? "send" : "receive", action.str(), action.stage, action.microbatch,
+                     sending ? "to" : "from", peer);
+}
+
+torch::Tensor ScheduleRunner::receive(Flow flow, const Action& action, const torch::Tensor& like) {
+  const int from = flow == Flow::Activation ? action.stage - 1 : action.stage + 1;
+  auto it = local_.find({flow, action.stage, action.microbatch});
+  if (it != local_.end()) {
+    auto t = it->second;
+    local_.erase(it);
+    return t;
+  }
+  const int peer = plan_.schedule.rank_of_stage(from);
+  const std::string what = describe(flow, action, false, peer);
+  auto header = torch::empty({kMaxDims + 2}, torch::kLong);
+  group_->recv_(header, peer, tag(flow, action.stage, action.microbatch, 0), what);
+  auto t = empty_from_header(header, like.device());
+  group_->recv_(t, peer, tag(flow, action.stage, action.microbatch, 1), what);
+  return t;
+}
+
+void ScheduleRunner::deliver(Flow flow, int to_stage, const Action& action,
+                             const torch::Tensor& t) {
+  const int peer = plan_.schedule.rank_of_stage(to_stage);
+  if (peer == rank_) {
+    local_[{flow, to_stage, action.microbatch}] = t.detach();
+    return;
+  }
+  const std::string what = describe(flow, action, true, peer);
+  sends_.push_back(group_->send(header_of(t), peer, tag(flow, to_stage, action.microbatch, 0),
+                                what));
+  sends_.push_back(group_->send(t.detach(), peer, tag(flow, to_stage, action.microbatch, 1),
+                                what));
+}
+
+double ScheduleRunner::run(const torch::Tensor& input, const torch::Tensor& labels,
+                           double loss_divisor) {
+  const auto inputs = input.split(plan_.microbatch_size);  // [mb_size, S] each
+  const auto targets = labels.split(plan_.microbatch_size);
+  if (static_cast<int>(inputs.size()) != plan_.schedule.microbatches) {
+    throw std::logic_error(fmt::format("a local batch of {} sequences is not the {} microbatches "
+                                       "of {} the pipeline schedule was built for",
+                                       input.size(0), plan_.schedule.microbatches,
+                                       plan_.microbatch_size));
+  }
+  double loss = 0;
+  for (const Action& a : plan_.schedule.actions.at(rank_)) {
+    auto& stage = *stages_.at(a.stage);
+    const size_t mb = static_cast<size_t>(a.microbatch);
+    switch (a.op) {
+      case Op::Forward: {
+        auto x = stage.is_first() ? inputs[mb] : receive(Flow::Activation, a, input);
+        auto out = stage.forward(a.microbatch, x, targets[mb], loss_divisor);
+        if (stage.is_last()) {
+          loss += out.item<double>();
+        } else {
+          deliver(Flow::Activation, a.stage + 1, a, out);
+        }
+        break;
+      }
+      case Op::Backward:
+      case Op::BackwardInput: {
+        auto grad = stage.is_last() ? torch::Tensor() : receive(Flow::Gradient, a, input);
+        auto input_grad = stage.backward(a.microbatch, grad, a.op == Op::Backward);
+        if (!stage.is_first()) deliver(Flow::Gradient, a.stage - 1, a, input_grad);
+        break;
+      }
+      case Op::BackwardWeight: stage.backward_weight(a.microbatch); break;
+    }
+  }
+  for (auto& s : sends_) group_->finish(s);
+  sends_.clear();
+  return loss;
+}
+
+double ScheduleRunner::sum_over_stages(double value) {
+  auto t = torch::tensor({value}, torch::kDouble);
+  group_->all_reduce_(t, ReduceOp::Sum, "sum over pipeline stages");
+  return t.item<double>();
+}
+
+}  // namespace titan::distributed::pipeline

@@ -1,0 +1,55 @@
+// Runs a pipeline schedule on this rank (torch.distributed.pipelining's schedule runtime): the
+// local batch is cut into microbatches, and the rank walks its action list (schedule.h),
+// receiving each input before an action computes and sending each result as soon as it is
+// computed. Sends do not block (they are waited for at the end of the batch), receives do;
+// schedules are checked to complete under exactly these rules (check_schedule), so a rank only
+// waits on data a peer is about to send. A tensor between two stages of one rank (the V's turn)
+// is handed over in memory. Every transfer's wait names the rank, stage, action and microbatch
+// and is bounded by comm.train_timeout_seconds.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <map>
+#include <memory>
+#include <tuple>
+#include <vector>
+
+#include "titan/distributed/forward_backward.h"
+#include "titan/distributed/pipeline/pipeline_plan.h"
+#include "titan/distributed/pipeline/stage.h"
+#include "titan/distributed/process_group.h"
+
+namespace titan::distributed::pipeline {
+
+class ScheduleRunner : public ForwardBackward {
+ public:
+  /// Runs `plan` over the ranks of `pp_group` (this rank's pipeline).
+  ScheduleRunner(PipelinePlan plan, std::shared_ptr<ProcessGroup> pp_group);
+
+  /// The pieces of this rank's stages, ascending stage order.
+  std::vector<models::PartRange> local_pieces() const override;
+  void attach(std::vector<ModelPart*> parts) override;
+  /// Runs this rank's actions for one local batch [B, S] cut into B / microbatch_size
+  /// microbatches; returns the summed loss of its last-stage microbatches (else 0).
+  double run(const torch::Tensor& input, const torch::Tensor& labels,
+             double loss_divisor) override;
+  double sum_over_stages(double value) override;
+
+ private:
+  enum class Flow { Activation = 0, Gradient = 1 };
+
+  torch::Tensor receive(Flow flow, const Action& action, const torch::Tensor& like);
+  void deliver(Flow flow, int to_stage, const Action& action, const torch::Tensor& t);
+  int tag(Flow flow, int stage, int microbatch, int part) const;
+  std::string describe(Flow flow, const Action& action, bool sending, int peer) const;
+
+  PipelinePlan plan_;
+  std::shared_ptr<ProcessGroup> group_;
+  int rank_;  // in the pipeline
+  std::map<int, std::unique_ptr<PipelineStage>> stages_;  // this rank's, by stage index
+  std::map<std::tuple<Flow, int, int>, torch::Tensor> local_;  // (flow, stage, mb) handed over
+  std::vector<PendingSend> sends_;
+};
+
+}  // namespace titan::distributed::pipeline
