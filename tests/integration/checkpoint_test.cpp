@@ -1,12 +1,13 @@
 // Checkpoints in real training runs: stopping at step 10 and resuming gives exactly the
 // per-step losses of an uninterrupted run (1 rank and FSDP 2, synchronous and async saves), and
 // a checkpoint written under FSDP 4 resumes under 1 rank and FSDP 2 following the FSDP 4 run,
-// and tensor-parallel checkpoints do the same.
+// and tensor- and pipeline-parallel checkpoints do the same.
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "support/training.h"
+#include "titan/components/checkpoint/safetensors.h"
 
 namespace titan {
 namespace {
@@ -93,6 +94,59 @@ TEST(CheckpointResume, TensorParallelCheckpointsResumeUnderAnyLayout) {
                                 "--parallelism.tensor_parallel_degree 4 "
                                 "--parallelism.disable_sequence_parallel"),
                 1e-5);
+}
+
+// Pipeline stages save their blocks under the whole model's names: PP 2 x FSDP 2 resumes
+// bit-exactly; its checkpoint resumes on 1 rank and under TP 2 following the uninterrupted run
+// (the first resumed step within 1e-6, the rest within 1e-5); an FSDP 2 checkpoint resumes
+// under PP 2 with the V schedule (the last stage on the first rank).
+TEST(CheckpointResume, PipelineCheckpointsResumeUnderAnyLayout) {
+  const std::string pp2 = "--training.local_batch_size 4 --parallelism.pipeline_parallel_degree 2";
+  auto straight = run_in(testing::make_temp_dir("titan_pp_straight"), "NGPU=4",
+                         pp2 + " --training.steps 20");
+  expect_resumed_curves(straight, stop_and_resume("NGPU=4", "NGPU=4", pp2, pp2), 0.0);
+  for (const auto& [env, args] :
+       {std::pair<std::string, std::string>{"NGPU=1", "--training.local_batch_size 8"},
+        {"NGPU=2", "--training.local_batch_size 8 --parallelism.tensor_parallel_degree 2"}}) {
+    SCOPED_TRACE(env + " " + args);
+    auto resumed = stop_and_resume("NGPU=4", env, pp2, args);
+    expect_resumed_curves(straight, resumed, 1e-5);
+    const double first = straight.records[10]["loss"].get<double>();
+    EXPECT_NEAR(resumed.records[10]["loss"].get<double>(), first, 1e-6 * first);
+  }
+  const std::string fsdp2 = "--training.local_batch_size 4";
+  auto fsdp = run_in(testing::make_temp_dir("titan_fsdp_straight"), "NGPU=2",
+                     fsdp2 + " --training.steps 20");
+  expect_resumed_curves(fsdp,
+                        stop_and_resume("NGPU=2", "NGPU=2", fsdp2,
+                                        "--training.local_batch_size 8 "
+                                        "--parallelism.pipeline_parallel_degree 2 "
+                                        "--parallelism.pipeline_parallel_schedule ZBVZeroBubble"),
+                        1e-5);
+}
+
+// The Hugging Face export of a pipeline run holds every stage's tensors: the seed checkpoint of
+// PP 4 (Interleaved1F1B, 8 stages over 4 ranks) exports the same files as one rank's.
+TEST(CheckpointExport, PipelineRunExportsTheWholeModelToHuggingFace) {
+  auto export_seed = [](const std::string& env, const std::string& args) {
+    auto dump = testing::make_temp_dir("titan_pp_export");
+    auto r = testing::run_command(env + " " + testing::titan_binary() + " launch " + kCommon +
+                                  args + " --checkpoint.enable --checkpoint.create_seed_checkpoint "
+                                  "--checkpoint.last_save_in_hf --training.dataset_path " +
+                                  testing::shakespeare() + " --job.dump_folder " + dump.string());
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    return components::read_safetensors_folder(
+        (dump / "checkpoint" / "step-0" / "hf").string());
+  };
+  auto whole = export_seed("NGPU=1", "--training.local_batch_size 8");
+  auto piped = export_seed("NGPU=4", "--training.local_batch_size 8 "
+                                     "--parallelism.pipeline_parallel_degree 4 "
+                                     "--parallelism.pipeline_parallel_schedule Interleaved1F1B");
+  ASSERT_EQ(piped.size(), whole.size());
+  for (const auto& [name, tensor] : whole) {
+    ASSERT_TRUE(piped.count(name)) << name;
+    EXPECT_TRUE(torch::equal(piped.at(name), tensor)) << name;
+  }
 }
 
 // The data position is the number of samples consumed (issue 12: it was step x global batch, so

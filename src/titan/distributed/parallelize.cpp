@@ -16,17 +16,18 @@ TensorParallel& enable_tensor_parallel(ModelPart& part, const DeviceMesh& mesh,
   return part.enable_tensor_parallel(group, options);
 }
 
+bool reshard_after_forward(const config::ParallelismSection& parallelism, const ParallelDims& dims) {
+  const auto& policy = parallelism.fsdp_reshard_after_forward;
+  return policy == "always" || (policy == "default" && !dims.pp_enabled());
+}
+
 void apply_fsdp(ModelPart& part, const ParallelDims& dims, const DeviceMesh& mesh,
                 const config::JobConfig& job) {
   FsdpOptions options;
   if (dims.fsdp_enabled() && job.training.mixed_precision_param == "bfloat16") {
     options.param_dtype = torch::kBFloat16;
   }
-  // "default": reshard, except under pipeline parallelism (as TorchTitan: each microbatch's
-  // backward would gather the parameters again).
-  const auto& policy = job.parallelism.fsdp_reshard_after_forward;
-  options.reshard_after_forward =
-      policy == "always" || (policy == "default" && !dims.pp_enabled());
+  options.reshard_after_forward = reshard_after_forward(job.parallelism, dims);
   part.set_fsdp(Fsdp::apply(part.model(), mesh["dp_shard_cp"], mesh["dp_replicate"], options),
                 options.param_dtype);
 }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <unordered_set>
 
+#include "titan/distributed/parallelize.h"
 #include "titan/errors.h"
 #include "titan/models/common/transformer_block.h"
 
@@ -101,7 +102,7 @@ int64_t dtype_bytes(const std::string& dtype) {
 }
 
 LayoutPlan plan_layout(models::CausalLM& model, const config::JobConfig& job,
-                       const distributed::ParallelDims& dims) {
+                       const distributed::ParallelDims& dims, const StageLoad& load) {
   const models::ModelShape shape = model.shape();
   const int64_t tp = dims.tp, fsdp = static_cast<int64_t>(dims.dp_shard) * dims.cp;
   LayoutPlan plan;
@@ -128,14 +129,16 @@ LayoutPlan plan_layout(models::CausalLM& model, const config::JobConfig& job,
   m.grads = static_cast<double>(plan.params_per_rank) * kFp32;
   m.optimizer = 2.0 * plan.params_per_rank * kFp32;
   if (dims.fsdp_enabled()) {
-    const bool keep_gathered = job.parallelism.fsdp_reshard_after_forward == "never";
+    const bool keep_gathered = !distributed::reshard_after_forward(job.parallelism, dims);
     const int64_t kept =
         keep_gathered ? gathered_all : plan.root_unit_params + plan.largest_block_params;
     m.gathered = static_cast<double>(kept) * compute_bytes +
                  static_cast<double>(plan.largest_block_params) * reduce_bytes;
   }
 
-  plan.tokens_per_rank = job.training.local_batch_size * job.training.seq_len / dims.cp;
+  const int64_t sequences = load.sequences > 0 ? load.sequences : job.training.local_batch_size;
+  plan.tokens_per_rank = sequences * job.training.seq_len / dims.cp;
+  plan.in_flight = load.in_flight;
   for (const auto& block : model.blocks()) {
     plan.activation_elements_per_token_layer = std::max(
         plan.activation_elements_per_token_layer, block.module->saved_elements(false).total());
@@ -148,15 +151,11 @@ LayoutPlan plan_layout(models::CausalLM& model, const config::JobConfig& job,
   const double per_token = static_cast<double>(saved.sequence) /
                                static_cast<double>(plan.sequence_parallel ? tp : 1) +
                            static_cast<double>(saved.tensor) / static_cast<double>(tp);
-  m.activations = per_token * static_cast<double>(plan.tokens_per_rank * compute_bytes);
-  m.logits = static_cast<double>(plan.tokens_per_rank) * ceil_div(shape.vocab_size, tp) *
-             (compute_bytes + kFp32);
-
-  if (dims.pp > 1) {
-    plan.caveats.push_back(fmt::format(
-        "pipeline_parallel_degree = {} is not modelled: figures are for the whole model, not "
-        "one stage",
-        dims.pp));
+  m.activations = per_token * static_cast<double>(plan.tokens_per_rank * compute_bytes) *
+                  static_cast<double>(plan.in_flight);
+  if (model.holds_output()) {
+    m.logits = static_cast<double>(plan.tokens_per_rank) * ceil_div(shape.vocab_size, tp) *
+               (compute_bytes + kFp32);
   }
   if (dims.ep > 1) {
     plan.caveats.push_back(fmt::format(

@@ -30,7 +30,8 @@ struct MemoryEstimate {
   /// Activations saved for backward by all blocks under the activation-checkpointing mode, plus
   /// one block's full set while it is recomputed (see activation_elements_per_token_layer).
   double activations = 0;
-  /// Output logits of one micro-batch (compute dtype) and the fp32 copy the loss takes.
+  /// Output logits of one micro-batch (compute dtype) and the fp32 copy the loss takes; 0 in
+  /// a pipeline stage without the output.
   double logits = 0;
 
   double total() const { return params + grads + optimizer + gathered + activations + logits; }
@@ -50,8 +51,11 @@ struct LayoutPlan {
   int64_t root_unit_params = 0;
   std::string largest_block;
   int64_t largest_block_params = 0;
-  /// Tokens in one micro-batch on one rank: local_batch_size x seq_len / cp.
+  /// Tokens in one micro-batch on one rank: local_batch_size (or the pipeline's microbatch
+  /// size) x seq_len / cp.
   int64_t tokens_per_rank = 0;
+  /// Micro-batches whose activations are held at the peak (a pipeline schedule's; else 1).
+  int64_t in_flight = 1;
   /// Dtype of gathered parameters and activations: mixed_precision_param under FSDP, float32
   /// otherwise (TorchTitan applies mixed precision through FSDP only).
   std::string compute_dtype;
@@ -66,11 +70,18 @@ struct LayoutPlan {
   /// activations are split by tp too.
   bool sequence_parallel = false;
   MemoryEstimate memory;  // bytes per rank
-  /// What the estimate leaves out for this layout (pipeline or expert parallelism).
+  /// What the estimate leaves out for this layout (expert parallelism).
   std::vector<std::string> caveats;
 };
 
-/// Plans `job` on the mesh `dims` for `model`, whose parameters may live on torch::kMeta.
+/// What a pipeline stage runs at once; the defaults plan a model without a pipeline.
+struct StageLoad {
+  int64_t sequences = 0;  // per micro-batch; 0: training.local_batch_size
+  int64_t in_flight = 1;  // micro-batches whose activations are held at the peak
+};
+
+/// Plans `job` on the mesh `dims` for `model` (the whole model, or one pipeline stage's part
+/// running `load`), whose parameters may live on torch::kMeta.
 /// Throws ConfigError when activation_checkpoint.selective_ac_option is neither "op" nor a
 /// positive integer.
 ///
@@ -82,7 +93,7 @@ struct LayoutPlan {
 /// those of the norms and the residual stream are divided by tp only with sequence
 /// parallelism.
 LayoutPlan plan_layout(models::CausalLM& model, const config::JobConfig& job,
-                       const distributed::ParallelDims& dims);
+                       const distributed::ParallelDims& dims, const StageLoad& load = {});
 
 /// Bytes per element of a training.mixed_precision_* value ("bfloat16" 2, "float32" 4);
 /// throws ConfigError for any other name.

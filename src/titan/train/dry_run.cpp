@@ -5,6 +5,8 @@
 #include "titan/components/metrics.h"
 #include "titan/config/resolve.h"
 #include "titan/distributed/parallel_dims.h"
+#include "titan/distributed/pipeline/pipeline_plan.h"
+#include "titan/distributed/pipeline/schedule_stats.h"
 #include "titan/distributed/tensor_parallel.h"
 #include "titan/tools/plan.h"
 #include "titan/train/train_spec.h"
@@ -53,6 +55,54 @@ void print_plan(const tools::LayoutPlan& plan, const distributed::ParallelDims& 
   for (const auto& caveat : plan.caveats) out << "    note: " << caveat << "\n";
 }
 
+// Under pipeline parallelism: the schedule, its bubble, and per pipeline rank its stages with
+// their parameters and memory (each stage planned for its microbatch size and the microbatches
+// its schedule keeps in flight), then the breakdown of the heaviest stage.
+void print_pipeline(const TrainSpec& spec, const config::JobConfig& job,
+                    const distributed::ParallelDims& dims, std::ostream& out) {
+  using components::with_commas;
+  namespace pp = distributed::pipeline;
+  const auto pipeline = pp::plan_pipeline(job, dims.pp, [&](const models::PipelineSplit& split) {
+    return spec.pipeline_split(job.model.flavor, split);
+  });
+  const auto& s = pipeline.schedule;
+  const auto in_flight = pp::peak_in_flight(s);
+  out << fmt::format("  pipeline: {} over {} ranks, {} stages, {} microbatches of {} per local "
+                     "batch; bubble {:.1f}% of rank time (simulated with a backward taking two "
+                     "forwards; (pp - 1) / (microbatches + pp - 1) = {:.1f}%)\n",
+                     pp::schedule_name(s.kind), s.pp, s.num_stages, s.microbatches,
+                     pipeline.microbatch_size, 100.0 * pp::simulated_bubble(s),
+                     100.0 * (s.pp - 1) / (s.microbatches + s.pp - 1));
+  tools::LayoutPlan heaviest;
+  int heaviest_stage = 0;
+  for (int r = 0; r < s.pp; ++r) {
+    std::string stages;
+    int64_t params = 0;
+    double bytes = 0;
+    for (int stage : s.stages_of_rank(r)) {
+      const auto& piece = pipeline.stages.at(stage);
+      auto part = spec.build_part(job.model.flavor, torch::kMeta, piece);
+      auto plan = tools::plan_layout(*part, job, dims,
+                                     {pipeline.microbatch_size, in_flight.at(stage)});
+      stages += fmt::format("{}stage {} ({}blocks [{}, {}){}, {} microbatch(es) in flight)",
+                            stages.empty() ? "" : ", ", stage, piece.embedding ? "embedding, " : "",
+                            piece.first_layer, piece.end_layer,
+                            piece.output ? ", norm and output" : "", in_flight.at(stage));
+      params += plan.params_per_rank;
+      bytes += plan.memory.total();
+      if (plan.memory.total() > heaviest.memory.total()) {
+        heaviest = plan;
+        heaviest_stage = stage;
+      }
+    }
+    out << fmt::format("    pp rank {}: {}; {} parameters per rank, memory {:.2f} GiB "
+                       "(estimate)\n",
+                       r, stages, with_commas(params), gib(bytes));
+  }
+  out << fmt::format("  heaviest stage: {}\n", heaviest_stage);
+  print_plan(heaviest, dims, job, out);
+}
+
 }  // namespace
 
 int dry_run(const config::JobConfig& job, int world_size, std::ostream& out) {
@@ -70,12 +120,6 @@ int dry_run(const config::JobConfig& job, int world_size, std::ostream& out) {
                      global / (t.local_batch_size * dims.dp()),
                      components::with_commas(global * t.seq_len));
   const auto& spec = get_train_spec(job.model.name);
-  try {
-    spec.pipeline_split(job.model.flavor, models::PipelineSplit{dims.pp});
-  } catch (const ConfigError& e) {
-    throw ConfigError(fmt::format("parallelism.pipeline_parallel_degree = {}: {}", dims.pp,
-                                  e.what()));
-  }
   auto model = spec.build_on_device(job.model.flavor, torch::kMeta);
   distributed::check_tensor_parallel(*model, dims.tp, t.seq_len,
                                      !job.parallelism.disable_sequence_parallel);
@@ -85,7 +129,11 @@ int dry_run(const config::JobConfig& job, int world_size, std::ostream& out) {
                      components::with_commas(plan.total_params),
                      components::with_commas(plan.embedding_params),
                      static_cast<double>(model->flops_per_token(t.seq_len)), t.seq_len);
-  print_plan(plan, dims, job, out);
+  if (dims.pp_enabled()) {
+    print_pipeline(spec, job, dims, out);
+  } else {
+    print_plan(plan, dims, job, out);
+  }
   out << "  config is valid for this world size\n";
   return 0;
 }

@@ -46,6 +46,30 @@ TEST(DryRun, DebugConfigsFitTheirWorld) {
   }
 }
 
+// Llama3 8B on 64 ranks as PP 4 x TP 4 x FSDP 4 with 1F1B over 8 microbatches: the stages of
+// each pipeline rank (TorchTitan's split: 32 blocks + embedding + output over 4 stages), the
+// microbatches each keeps in flight (4, 3, 2, 1) and the bubble (p - 1) / (m + p - 1) = 3/11.
+TEST(DryRun, PipelinePrintsStagesMicrobatchesInFlightAndBubble) {
+  auto job = named("llama3", "llama3_8b_tp4_fsdp16_sac");
+  job.parallelism.pipeline_parallel_degree = 4;
+  job.parallelism.data_parallel_shard_degree = 4;
+  job.parallelism.pipeline_parallel_schedule = "1F1B";
+  job.training.local_batch_size = 8;
+  job.training.global_batch_size = -1;
+  std::ostringstream out;
+  EXPECT_EQ(dry_run(job, 64, out), 0);
+  const std::string text = out.str();
+  for (const char* expected :
+       {"pipeline: 1F1B over 4 ranks, 4 stages, 8 microbatches of 1 per local batch; bubble "
+        "27.3%",
+        "pp rank 0: stage 0 (embedding, blocks [0, 8), 4 microbatch(es) in flight)",
+        "pp rank 1: stage 1 (blocks [8, 17), 3 microbatch(es) in flight)",
+        "pp rank 3: stage 3 (blocks [25, 32), norm and output, 1 microbatch(es) in flight)",
+        "heaviest stage: "}) {
+    EXPECT_NE(text.find(expected), std::string::npos) << expected << "\n" << text;
+  }
+}
+
 // Runs the binary as run_train.sh would, measuring its wall time and peak resident memory.
 TEST(DryRun, ThroughTheLauncherItAllocatesNothing) {
   auto dir = testing::make_temp_dir("titan_dry_run");

@@ -65,6 +65,8 @@ class CausalLM : public torch::nn::Module {
   /// This part's transformer blocks, in order (FSDP and activation checkpointing wrap each).
   virtual std::vector<BlockRef> blocks() = 0;
   virtual ModelShape shape() const = 0;
+  /// Whether this part ends with the final norm and output (it computes the logits).
+  virtual bool holds_output() const = 0;
 
   /// Parameters, counting tied tensors once.
   int64_t num_params();

@@ -76,6 +76,7 @@ void apply_tensor_parallel(Transformer& model, distributed::TensorParallel& tp) 
       return tp.leave_region(partial);  // [B, S / tp, dim] with sequence parallelism
     };
   }
+  if (tp.options().sequence_parallel) model.residual_sequence_shards = tp.size();
   for (const auto& block : model.blocks()) {
     apply_to_block(*block.module, tp);
   }

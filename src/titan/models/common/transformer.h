@@ -34,12 +34,14 @@ class Transformer : public CausalLM {
                        const torch::TensorOptions& options = torch::TensorOptions(),
                        const PartRange& part = PartRange());
 
-  /// tokens: [B, S] int64 (or hidden states [B, S, dim] without the embedding) -> logits
-  /// [B, S, vocab] in the parameters' dtype (this rank's vocab columns under loss
-  /// parallelism), or hidden states [B, S, dim] without the output. Positions 0..S-1.
+  /// tokens: [B, S] int64 (or hidden states [B, S / residual_sequence_shards, dim] without the
+  /// embedding) -> logits [B, S, vocab] in the parameters' dtype (this rank's vocab columns
+  /// under loss parallelism), or hidden states as the input's without the output. Positions
+  /// 0..S-1.
   torch::Tensor forward_impl(const torch::Tensor& input) override;
   std::vector<BlockRef> blocks() override;
   ModelShape shape() const override;
+  bool holds_output() const override { return static_cast<bool>(norm); }
   int64_t num_embedding_params() override {
     return tok_embeddings ? tok_embeddings->weight.numel() : 0;
   }
@@ -61,6 +63,10 @@ class Transformer : public CausalLM {
   /// Run on the final norm's output and on the logits (tensor parallelism: gather the
   /// sequence, keep vocab-parallel logits or gather them).
   ModuleHooks classifier_hooks;
+  /// How many pieces of each sequence the hidden states between blocks are cut into on this
+  /// rank (sequence parallelism: tp); a part without the embedding takes such a piece and
+  /// finds the sequence length, which RoPE needs, from it.
+  int64_t residual_sequence_shards = 1;
 
  private:
   TransformerArgs args_;

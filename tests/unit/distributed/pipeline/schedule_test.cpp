@@ -13,6 +13,7 @@
 #include "support/process.h"
 #include "support/skip.h"
 #include "titan/distributed/pipeline/schedule.h"
+#include "titan/distributed/pipeline/schedule_stats.h"
 #include "titan/errors.h"
 
 namespace titan::distributed::pipeline {
@@ -156,6 +157,30 @@ TEST(PipelineSchedule, RefusesShapesItCannotRun) {
   EXPECT_EQ(parse_schedule("interleaved1f1b"), ScheduleKind::Interleaved1F1B);
   EXPECT_EQ(parse_schedule("zbvzerobubble"), ScheduleKind::ZBVZeroBubble);
   EXPECT_THROW(parse_schedule("DualPipeV"), ConfigError);
+}
+
+TEST(PipelineScheduleStats, BubbleAndActivationsInFlight) {
+  // GPipe and 1F1B idle (p - 1) / (m + p - 1) of the time; 1F1B holds min(m, p - s)
+  // microbatches on stage s where GPipe holds all of them.
+  for (auto kind : {ScheduleKind::GPipe, ScheduleKind::OneFOneB}) {
+    for (auto [pp, mb] : {std::pair{2, 8}, std::pair{4, 8}, std::pair{4, 2}}) {
+      const auto s = build_schedule(kind, pp, 1, mb);
+      EXPECT_NEAR(simulated_bubble(s), double(pp - 1) / (mb + pp - 1), 1e-12)
+          << schedule_name(kind) << " pp " << pp << " mb " << mb;
+      for (int stage = 0; stage < pp; ++stage) {
+        EXPECT_EQ(peak_in_flight(s)[stage],
+                  kind == ScheduleKind::GPipe ? mb : std::min(mb, pp - stage));
+      }
+    }
+  }
+  // Interleaving divides the bubble by about the stages per rank; zero bubble nearly removes
+  // it when F, I and W take the same time.
+  const double one_f_one_b = simulated_bubble(build_schedule(ScheduleKind::OneFOneB, 4, 1, 8));
+  const double interleaved =
+      simulated_bubble(build_schedule(ScheduleKind::Interleaved1F1B, 4, 2, 8));
+  EXPECT_LT(interleaved, 0.7 * one_f_one_b);
+  const double zbv = simulated_bubble(build_schedule(ScheduleKind::ZBVZeroBubble, 4, 2, 8));
+  EXPECT_LT(zbv, 0.5 * one_f_one_b);
 }
 
 }  // namespace
