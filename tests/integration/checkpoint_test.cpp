@@ -130,10 +130,11 @@ TEST(CheckpointResume, PipelineCheckpointsResumeUnderAnyLayout) {
 TEST(CheckpointExport, PipelineRunExportsTheWholeModelToHuggingFace) {
   auto export_seed = [](const std::string& env, const std::string& args) {
     auto dump = testing::make_temp_dir("titan_pp_export");
-    auto r = testing::run_command(env + " " + testing::titan_binary() + " launch " + kCommon +
-                                  args + " --checkpoint.enable --checkpoint.create_seed_checkpoint "
-                                  "--checkpoint.last_save_in_hf --training.dataset_path " +
-                                  testing::shakespeare() + " --job.dump_folder " + dump.string());
+    auto r = testing::run_command(
+        env + " " + testing::titan_binary() + " launch " + kCommon + args +
+        " --checkpoint.enable --checkpoint.create_seed_checkpoint --checkpoint.last_save_in_hf "
+        "--checkpoint.last_save_model_only --training.dataset_path " + testing::shakespeare() +
+        " --job.dump_folder " + dump.string());
     EXPECT_EQ(r.exit_code, 0) << r.output;
     return components::read_safetensors_folder(
         (dump / "checkpoint" / "step-0" / "hf").string());

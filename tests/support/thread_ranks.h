@@ -12,12 +12,15 @@
 
 #include "support/process.h"
 #include "titan/distributed/process_group.h"
+#include "titan/errors.h"
 
 namespace titan::testing {
 
-/// Runs body(rank, world) on `n` threads, each a rank of one world; rethrows the first
-/// exception a rank threw.
-inline void run_thread_ranks(int n, const std::function<void(int, distributed::World&)>& body) {
+/// Runs body(rank, world) on `n` threads, each a rank of one world whose collectives wait at
+/// most `train_timeout`; rethrows the first exception a rank threw, preferring one that is not
+/// a CommError (a rank that failed on its own over the peers that saw it go).
+inline void run_thread_ranks(int n, const std::function<void(int, distributed::World&)>& body,
+                             std::chrono::seconds train_timeout = std::chrono::seconds(60)) {
   const int port = free_port();
   std::vector<std::exception_ptr> errors(n);
   std::vector<std::thread> threads;
@@ -30,8 +33,7 @@ inline void run_thread_ranks(int n, const std::function<void(int, distributed::W
         info.local_rank = r;
         info.local_world_size = n;
         info.master_port = port;
-        auto world = distributed::World::join(info, {std::chrono::seconds(60),
-                                                     std::chrono::seconds(60)});
+        auto world = distributed::World::join(info, {std::chrono::seconds(60), train_timeout});
         body(r, *world);
       } catch (...) {
         errors[r] = std::current_exception();
@@ -39,9 +41,16 @@ inline void run_thread_ranks(int n, const std::function<void(int, distributed::W
     });
   }
   for (auto& t : threads) t.join();
+  std::exception_ptr comm_error;
   for (auto& e : errors) {
-    if (e) std::rethrow_exception(e);
+    if (!e) continue;
+    try {
+      std::rethrow_exception(e);
+    } catch (const CommError&) {
+      if (!comm_error) comm_error = e;
+    }
   }
+  if (comm_error) std::rethrow_exception(comm_error);
 }
 
 }  // namespace titan::testing

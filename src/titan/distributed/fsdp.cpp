@@ -119,34 +119,29 @@ std::vector<torch::Tensor> FsdpUnit::reduce_scatter_grads(
   return shard_grads;
 }
 
-void FsdpUnit::gather() {
+std::vector<torch::Tensor> FsdpUnit::gather() {
   std::vector<torch::Tensor> shards;
   for (const auto& p : params_) shards.push_back(p.shard);
-  full_ = AllGatherFn::apply(at::TensorList(shards), platform::autograd_state(this));
+  auto full = AllGatherFn::apply(at::TensorList(shards), platform::autograd_state(this));
   for (size_t i = 0; i < params_.size(); ++i) {
-    params_[i].module->weight = full_[i].narrow(0, 0, params_[i].full_shape[0]);
+    params_[i].module->weight = full[i].narrow(0, 0, params_[i].full_shape[0]);
   }
-  freed_ = false;
+  return full;
 }
 
-void FsdpUnit::release(bool free_storage_now) {
+void FsdpUnit::release(const std::vector<torch::Tensor>& gathered, bool free_storage_now) {
   for (auto& p : params_) p.module->weight = p.shard;
   if (free_storage_now) {
-    for (const auto& f : full_) free_storage(f);
-    freed_ = true;
-  } else {
-    full_.clear();  // the autograd graph keeps what backward needs
+    for (const auto& f : gathered) free_storage(f);
   }
 }
 
-void FsdpUnit::regather() {
-  if (!freed_) return;
+void FsdpUnit::regather(const std::vector<torch::Tensor>& gathered) {
+  if (gathered.empty() || gathered.front().storage().nbytes() > 0) return;
   std::vector<torch::Tensor> shards;
   for (const auto& p : params_) shards.push_back(p.shard);
   auto values = all_gather_full(shards);
-  for (size_t i = 0; i < full_.size(); ++i) refill_storage(full_[i], values[i]);
-  full_.clear();
-  freed_ = false;
+  for (size_t i = 0; i < gathered.size(); ++i) refill_storage(gathered[i], values[i]);
 }
 
 std::shared_ptr<Fsdp> Fsdp::apply(models::CausalLM& model,
@@ -192,13 +187,13 @@ std::shared_ptr<Fsdp> Fsdp::apply(models::CausalLM& model,
   model.add_block_wrapper([block_units](int64_t layer, const torch::Tensor& x,
                                         const models::CausalLM::TensorFn& inner) {
     auto unit = block_units.at(layer);
-    unit->gather();
+    auto gathered = unit->gather();
     auto out = inner(x);
     bool reshard = unit->options().reshard_after_forward && out.requires_grad();
-    unit->release(reshard);
+    unit->release(gathered, reshard);
     if (reshard) {
-      out.register_hook([unit](const torch::Tensor& grad) {
-        unit->regather();
+      out.register_hook([unit, gathered](const torch::Tensor& grad) {
+        unit->regather(gathered);
         return grad;
       });
     }
@@ -213,9 +208,9 @@ std::shared_ptr<Fsdp> Fsdp::apply(models::CausalLM& model,
   fsdp->units_.push_back(root);
   model.add_model_wrapper([root](int64_t, const torch::Tensor& input,
                                  const models::CausalLM::TensorFn& inner) {
-    root->gather();
+    auto gathered = root->gather();
     auto out = inner(input);
-    root->release(false);
+    root->release(gathered, false);
     return out;
   });
   return fsdp;

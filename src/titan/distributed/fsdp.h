@@ -45,14 +45,16 @@ class FsdpUnit {
   FsdpUnit(std::vector<FsdpParam> params, std::shared_ptr<ProcessGroup> shard_group,
            std::shared_ptr<ProcessGroup> replicate_group, FsdpOptions options, std::string name);
 
-  /// All-gathers the full parameters (autograd-connected to the shards) and puts them in the
-  /// modules' weight handles.
-  void gather();
-  /// Puts the shards back into the weight handles. With `free_storage`, also frees the gathered
-  /// tensors' memory; regather() refills it (the tensors autograd saved see the new data).
-  void release(bool free_storage);
-  /// Refills freed gathered parameters (before the unit's backward).
-  void regather();
+  /// All-gathers the full parameters (autograd-connected to the shards), puts them in the
+  /// modules' weight handles and returns them ([padded rows, ...] each).
+  std::vector<torch::Tensor> gather();
+  /// Puts the shards back into the weight handles. With `free_storage`, also frees the memory
+  /// of `gathered` (what gather() returned); regather(gathered) refills it, and the tensors
+  /// autograd saved see the new data. Each forward's gathered tensors are its own, so several
+  /// microbatches may be in flight (pipeline parallelism).
+  void release(const std::vector<torch::Tensor>& gathered, bool free_storage);
+  /// Refills `gathered` if release freed it (before the unit's backward).
+  void regather(const std::vector<torch::Tensor>& gathered);
 
   const std::vector<FsdpParam>& params() const { return params_; }
   const FsdpOptions& options() const { return options_; }
@@ -71,8 +73,6 @@ class FsdpUnit {
   std::shared_ptr<ProcessGroup> replicate_group_;  // null or size 1: no replicas
   FsdpOptions options_;
   std::string name_;
-  std::vector<torch::Tensor> full_;  // gathered [padded rows, ...] tensors while installed
-  bool freed_ = false;
 };
 
 /// FSDP applied to a model: the units and what the trainer and checkpoints need from them.
