@@ -107,5 +107,29 @@ TEST(PipelineAccumulation, MicrobatchesAndAccumulationStepsScaleTheGradientOnce)
   testing::expect_same_curves(doubled, piped, 1e-5, "PP 2, 4 microbatches x 2 accumulation");
 }
 
+// Each is refused with the key and the numbers, before any worker starts (exit code 2).
+TEST(PipelineConfig, ImpossiblePipelinesAreRefusedBeforeWorkersStart) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"--training.local_batch_size 6 --parallelism.pipeline_parallel_microbatch_size 4",
+       "training.local_batch_size = 6 must be divisible by "
+       "parallelism.pipeline_parallel_microbatch_size = 4"},
+      {pp(8, "Interleaved1F1B"), "16 pipeline stages cannot share 8 layers"},
+      {pp(2, "1F1B") + "--parallelism.pipeline_parallel_layers_per_stage 2",
+       "runs one stage per rank, got 2"},
+      {pp(2, "ZBVZeroBubble") + "--parallelism.pipeline_parallel_layers_per_stage 1",
+       "needs exactly 2 stages per rank (the V), got 4"},
+      {pp(2, "DualPipeV"), "parallelism.pipeline_parallel_schedule = 'DualPipeV' is not allowed"},
+  };
+  for (const auto& [args, message] : cases) {
+    const int ngpu = args.find("degree 8") != std::string::npos ? 8 : 2;
+    auto r = run_command("NGPU=" + std::to_string(ngpu) + " " + titan_binary() +
+                         " launch --module llama3 --config llama3_debugmodel "
+                         "--parallelism.pipeline_parallel_degree 2 " + args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find(message), std::string::npos) << args << "\n" << r.output;
+    EXPECT_EQ(r.output.find("rank0"), std::string::npos) << "a worker started:\n" << r.output;
+  }
+}
+
 }  // namespace
 }  // namespace titan

@@ -95,7 +95,8 @@ std::vector<torch::Tensor> FsdpUnit::reduce_scatter_grads(
   int64_t size = shard_group_->size();
   int64_t n = 0;
   for (const auto& p : params_) n += p.shard_rows * row_numel(p.full_shape);
-  auto packed = torch::zeros({size, n}, params_.front().shard.options().dtype(options_.reduce_dtype));
+  auto packed = torch::zeros({size, n},
+                             params_.front().shard.options().dtype(options_.reduce_dtype));
   int64_t offset = 0;
   for (size_t i = 0; i < params_.size(); ++i) {
     int64_t len = params_[i].shard_rows * row_numel(params_[i].full_shape);

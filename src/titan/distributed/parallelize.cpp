@@ -16,7 +16,8 @@ TensorParallel& enable_tensor_parallel(ModelPart& part, const DeviceMesh& mesh,
   return part.enable_tensor_parallel(group, options);
 }
 
-bool reshard_after_forward(const config::ParallelismSection& parallelism, const ParallelDims& dims) {
+bool reshard_after_forward(const config::ParallelismSection& parallelism,
+                           const ParallelDims& dims) {
   const auto& policy = parallelism.fsdp_reshard_after_forward;
   return policy == "always" || (policy == "default" && !dims.pp_enabled());
 }

@@ -19,7 +19,8 @@ TensorParallel& enable_tensor_parallel(ModelPart& part, const DeviceMesh& mesh,
 /// Whether FSDP frees a block's gathered parameters after its forward:
 /// parallelism.fsdp_reshard_after_forward "always", or "default" without pipeline parallelism
 /// (as TorchTitan: under it, every microbatch's backward would gather them again).
-bool reshard_after_forward(const config::ParallelismSection& parallelism, const ParallelDims& dims);
+bool reshard_after_forward(const config::ParallelismSection& parallelism,
+                           const ParallelDims& dims);
 
 /// Shards `part`'s parameters over the mesh's dp_shard_cp group, all-reducing gradients across
 /// dp_replicate (HSDP); a shard group of one rank is DDP across the replicas, and a world of

@@ -5,6 +5,7 @@
 #include "titan/components/metrics.h"
 #include "titan/config/resolve.h"
 #include "titan/distributed/parallel_dims.h"
+#include "titan/distributed/parallelize.h"
 #include "titan/distributed/pipeline/pipeline_plan.h"
 #include "titan/distributed/pipeline/schedule_stats.h"
 #include "titan/distributed/tensor_parallel.h"
@@ -30,13 +31,18 @@ void print_plan(const tools::LayoutPlan& plan, const distributed::ParallelDims& 
   out << fmt::format("    gradients    {:8.2f} GiB  fp32 shards\n", gib(m.grads));
   out << fmt::format("    AdamW state  {:8.2f} GiB  2 x fp32 shards\n", gib(m.optimizer));
   if (dims.fsdp_enabled()) {
-    out << fmt::format("    FSDP gather  {:8.2f} GiB  root unit ({} parameters) and largest "
-                       "block '{}' ({}) in {}, the block's gradients in {} "
-                       "(reshard_after_forward {})\n",
-                       gib(m.gathered), with_commas(plan.root_unit_params), plan.largest_block,
-                       with_commas(plan.largest_block_params), plan.compute_dtype,
+    const std::string kept =
+        distributed::reshard_after_forward(job.parallelism, dims)
+            ? fmt::format("root unit ({} parameters) and largest block '{}' ({})",
+                          with_commas(plan.root_unit_params), plan.largest_block,
+                          with_commas(plan.largest_block_params))
+            : "every unit, kept gathered from forward to backward";
+    out << fmt::format("    FSDP gather  {:8.2f} GiB  {} in {}, the largest block's gradients in "
+                       "{} (reshard_after_forward {}{})\n",
+                       gib(m.gathered), kept, plan.compute_dtype,
                        job.training.mixed_precision_reduce,
-                       job.parallelism.fsdp_reshard_after_forward);
+                       job.parallelism.fsdp_reshard_after_forward,
+                       dims.pp_enabled() ? ": off under pipeline parallelism by default" : "");
   } else {
     out << "    FSDP gather      0.00 GiB  no FSDP: parameters stay whole\n";
   }

@@ -57,9 +57,8 @@ void check_trainable(const config::JobConfig& job, const distributed::ParallelDi
   distributed::check_tensor_parallel(*model, dims.tp, job.training.seq_len,
                                      !job.parallelism.disable_sequence_parallel);
   if (dims.pp_enabled()) {
-    for (const auto& piece : distributed::pipeline::plan_pipeline(job, dims.pp, splitter(job)).stages) {
-      spec.build_part(job.model.flavor, torch::kMeta, piece);
-    }
+    const auto plan = distributed::pipeline::plan_pipeline(job, dims.pp, splitter(job));
+    for (const auto& piece : plan.stages) spec.build_part(job.model.flavor, torch::kMeta, piece);
   }
 }
 

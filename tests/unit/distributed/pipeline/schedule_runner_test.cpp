@@ -3,8 +3,9 @@
 // parameter's gradient of one forward-backward over 4 microbatches that the uncut model
 // computes over the same 4 microbatches one after the other (1e-12: only the order in which
 // the microbatches' gradients are summed differs; the cross-entropy itself runs in fp32, as
-// TorchTitan's, so against one pass over the whole batch the gradients agree to 1e-6 only). And a peer that never sends is a CommError within comm.train_timeout_seconds
-// naming the rank, the action, its stage and microbatch, not a hang.
+// TorchTitan's, so against one pass over the whole batch the gradients agree to 1e-6 only).
+// And a peer that never sends is a CommError within comm.train_timeout_seconds naming the rank,
+// the action, its stage and microbatch, not a hang.
 #include <gtest/gtest.h>
 
 #include <thread>
