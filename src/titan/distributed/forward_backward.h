@@ -35,6 +35,9 @@ class ForwardBackward {
   /// `value` summed over the ranks holding the other stages of this rank's pipeline (the
   /// value itself without one): the loss, the squared gradient norm (collective).
   virtual double sum_over_stages(double value) = 0;
+  /// A line for the end of training about how batches ran (the pipeline's time spent waiting
+  /// for its peers), or empty.
+  virtual std::string summary() const { return {}; }
 };
 
 /// The ForwardBackward of `job` on `dims` for this rank (its groups: `mesh`), the model cut by

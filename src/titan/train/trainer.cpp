@@ -436,6 +436,7 @@ void Trainer::train() {
     window_steps = 0;
   }
   checkpoint_->wait();
+  if (auto line = forward_backward_->summary(); !line.empty()) log::info("{}", line);
   world_->global()->barrier("end of training");
   log::info("Training completed");
 }

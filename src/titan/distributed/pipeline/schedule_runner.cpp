@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
 #include <stdexcept>
 
+#include "titan/distributed/pipeline/schedule_stats.h"
 #include "titan/errors.h"
 #include "titan/platform/logging.h"
 
@@ -20,6 +22,12 @@ torch::Tensor header_of(const torch::Tensor& t) {
   h[1] = t.dim();
   for (int64_t d = 0; d < t.dim(); ++d) h[d + 2] = t.size(d);
   return h;
+}
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
 torch::Tensor empty_from_header(const torch::Tensor& h, torch::Device device) {
@@ -90,10 +98,12 @@ torch::Tensor ScheduleRunner::receive(Flow flow, const Action& action, const tor
   }
   const int peer = plan_.schedule.rank_of_stage(from);
   const std::string what = describe(flow, action, false, peer);
+  const auto start = Clock::now();
   auto header = torch::empty({kMaxDims + 2}, torch::kLong);
   group_->recv_(header, peer, tag(flow, action.stage, action.microbatch, 0), what);
   auto t = empty_from_header(header, like.device());
   group_->recv_(t, peer, tag(flow, action.stage, action.microbatch, 1), what);
+  wait_seconds_ += seconds_since(start);
   return t;
 }
 
@@ -121,6 +131,7 @@ double ScheduleRunner::run(const torch::Tensor& input, const torch::Tensor& labe
                                        input.size(0), plan_.schedule.microbatches,
                                        plan_.microbatch_size));
   }
+  const auto start = Clock::now();
   double loss = 0;
   for (const Action& a : plan_.schedule.actions.at(rank_)) {
     auto& stage = *stages_.at(a.stage);
@@ -146,9 +157,21 @@ double ScheduleRunner::run(const torch::Tensor& input, const torch::Tensor& labe
       case Op::BackwardWeight: stage.backward_weight(a.microbatch); break;
     }
   }
+  const auto sends_start = Clock::now();
   for (auto& s : sends_) group_->finish(s);
   sends_.clear();
+  wait_seconds_ += seconds_since(sends_start);
+  run_seconds_ += seconds_since(start);
+  ++batches_;
   return loss;
+}
+
+std::string ScheduleRunner::summary() const {
+  return fmt::format("Pipeline rank {}: waited for its peers {:.3f} s of {:.3f} s in {} batches' "
+                     "forward-backward ({:.1f}%; the schedule's simulated bubble is {:.1f}%)",
+                     rank_, wait_seconds_, run_seconds_, batches_,
+                     run_seconds_ > 0 ? 100.0 * wait_seconds_ / run_seconds_ : 0.0,
+                     100.0 * simulated_bubble(plan_.schedule));
 }
 
 double ScheduleRunner::sum_over_stages(double value) {

@@ -35,6 +35,9 @@ class ScheduleRunner : public ForwardBackward {
   double run(const torch::Tensor& input, const torch::Tensor& labels,
              double loss_divisor) override;
   double sum_over_stages(double value) override;
+  /// Time this rank waited for its peers (receives and the batch's last sends) against the
+  /// time it spent in run(), next to the schedule's simulated bubble.
+  std::string summary() const override;
 
  private:
   enum class Flow { Activation = 0, Gradient = 1 };
@@ -50,6 +53,8 @@ class ScheduleRunner : public ForwardBackward {
   std::map<int, std::unique_ptr<PipelineStage>> stages_;  // this rank's, by stage index
   std::map<std::tuple<Flow, int, int>, torch::Tensor> local_;  // (flow, stage, mb) handed over
   std::vector<PendingSend> sends_;
+  double run_seconds_ = 0, wait_seconds_ = 0;
+  int64_t batches_ = 0;
 };
 
 }  // namespace titan::distributed::pipeline
