@@ -107,6 +107,20 @@ TEST(PipelineAccumulation, MicrobatchesAndAccumulationStepsScaleTheGradientOnce)
   testing::expect_same_curves(doubled, piped, 1e-5, "PP 2, 4 microbatches x 2 accumulation");
 }
 
+// An explicit split (parallelism.module_fqns_per_model_part, the command line's form) cuts the
+// model where it says and trains the same model.
+TEST(PipelineSplit, ExplicitModulesPerStageTrainTheSameModel) {
+  auto fsdp = run("llama3", 2, "--training.local_batch_size 4", 5);
+  auto piped = run("llama3", 2,
+                   "--training.local_batch_size 8 " + pp(2, "GPipe") +
+                       "--parallelism.module_fqns_per_model_part 'tok_embeddings,layers.0;"
+                       "layers.1,layers.2,layers.3,layers.4,layers.5,norm,output'",
+                   5);
+  expect_matches_baseline(fsdp, piped, "pipeline rank 1 holds stage 1 (blocks [1, 6), norm and "
+                                       "output)",
+                          "PP 2, explicit split");
+}
+
 // bf16 parameters and compute (FSDP's mixed precision) with every block recomputed in backward
 // (full activation checkpointing), under ZBVZeroBubble's split backward on PP 2 x FSDP 2:
 // within 1e-3 of the same settings on FSDP 2 (bf16 rounds the microbatches' activations

@@ -68,6 +68,7 @@ struct ParallelismSection {
   std::optional<int64_t> pipeline_parallel_layers_per_stage;
   int64_t pipeline_parallel_first_stage_less_layers = 1;
   int64_t pipeline_parallel_last_stage_less_layers = 1;
+  std::vector<std::vector<std::string>> module_fqns_per_model_part;  // empty: the even split
   int64_t expert_parallel_degree = 1;
 };
 

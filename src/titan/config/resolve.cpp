@@ -38,6 +38,19 @@ const char* toml_type_name(toml::node_type type) {
   }
 }
 
+// The strings of a TOML array of strings; nullopt for anything else.
+std::optional<std::vector<std::string>> string_array(const toml::node& node) {
+  const toml::array* arr = node.as_array();
+  if (!arr) return std::nullopt;
+  std::vector<std::string> items;
+  for (const auto& el : *arr) {
+    auto s = el.value_exact<std::string>();
+    if (!s) return std::nullopt;
+    items.push_back(*s);
+  }
+  return items;
+}
+
 // Converts one TOML node to a Value of the field's type.
 Value toml_to_value(const FieldSpec& f, const toml::node& node, const std::string& where) {
   auto bad = [&]() -> Value {
@@ -62,15 +75,21 @@ Value toml_to_value(const FieldSpec& f, const toml::node& node, const std::strin
       return bad();
     case FieldType::StringList: {
       if (auto s = node.value_exact<std::string>()) return parse_value(f, *s);
+      auto items = string_array(node);
+      if (!items) return bad();
+      return *items;
+    }
+    case FieldType::StringLists: {
+      if (auto s = node.value_exact<std::string>()) return parse_value(f, *s);
       const toml::array* arr = node.as_array();
       if (!arr) return bad();
-      std::vector<std::string> items;
+      std::vector<std::vector<std::string>> lists;
       for (const auto& el : *arr) {
-        auto s = el.value_exact<std::string>();
-        if (!s) return bad();
-        items.push_back(*s);
+        auto items = string_array(el);
+        if (!items) return bad();
+        lists.push_back(*items);
       }
-      return items;
+      return lists;
     }
   }
   return bad();

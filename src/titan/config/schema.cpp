@@ -46,6 +46,11 @@ struct TypeOf<std::vector<std::string>> {
   static constexpr FieldType value = FieldType::StringList;
 };
 
+template <>
+struct TypeOf<std::vector<std::vector<std::string>>> {
+  static constexpr FieldType value = FieldType::StringLists;
+};
+
 template <class T>
 Value to_value(const T& v) {
   return Value(v);
@@ -209,6 +214,10 @@ std::vector<FieldSpec> build_schema() {
       field("parallelism", "pipeline_parallel_last_stage_less_layers", &C::parallelism,
             &ParallelismSection::pipeline_parallel_last_stage_less_layers,
             "Layers the final norm and output count as when splitting the pipeline", {{}, 0.0}),
+      field("parallelism", "module_fqns_per_model_part", &C::parallelism,
+            &ParallelismSection::module_fqns_per_model_part,
+            "The modules of each pipeline stage, in stage order (tok_embeddings, layers.N, "
+            "norm, output), instead of the even split; empty = the even split"),
       field("parallelism", "expert_parallel_degree", &C::parallelism,
             &ParallelismSection::expert_parallel_degree, "Expert-parallel degree (MoE)",
             {{}, 1.0}),
@@ -382,6 +391,8 @@ std::string type_name(FieldType type) {
     case FieldType::OptionalFloat: return "a number or none";
     case FieldType::String: return "a string";
     case FieldType::StringList: return "a comma-separated list of strings";
+    case FieldType::StringLists:
+      return "lists of strings (TOML [[\"a\", \"b\"], [\"c\"]]; command line a,b;c)";
   }
   return "?";
 }
@@ -402,9 +413,29 @@ std::string format_value(const Value& value) {
       for (const auto& s : v) q.push_back(quote(s));
       return "[" + join(q, ", ") + "]";
     }
+    std::string operator()(const std::vector<std::vector<std::string>>& lists) const {
+      std::vector<std::string> q;
+      for (const auto& v : lists) q.push_back((*this)(v));
+      return "[" + join(q, ", ") + "]";
+    }
   };
   return std::visit(Visitor{}, value);
 }
+
+namespace {
+
+// The non-empty items of `text` between `sep`s.
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> items;
+  std::stringstream ss(text);
+  std::string item;
+  while (std::getline(ss, item, sep)) {
+    if (!item.empty()) items.push_back(item);
+  }
+  return items;
+}
+
+}  // namespace
 
 Value parse_value(const FieldSpec& f, const std::string& text) {
   bool optional = f.type == FieldType::OptionalInt || f.type == FieldType::OptionalFloat;
@@ -419,14 +450,11 @@ Value parse_value(const FieldSpec& f, const std::string& text) {
     case FieldType::Float:
     case FieldType::OptionalFloat: return parse_float(f, text);
     case FieldType::String: return text;
-    case FieldType::StringList: {
-      std::vector<std::string> items;
-      std::stringstream ss(text);
-      std::string item;
-      while (std::getline(ss, item, ',')) {
-        if (!item.empty()) items.push_back(item);
-      }
-      return items;
+    case FieldType::StringList: return split(text, ',');
+    case FieldType::StringLists: {
+      std::vector<std::vector<std::string>> lists;
+      for (const auto& list : split(text, ';')) lists.push_back(split(list, ','));
+      return lists;
     }
   }
   bad_type(f, text);

@@ -13,11 +13,13 @@
 
 namespace titan::config {
 
-enum class FieldType { Bool, Int, OptionalInt, Float, OptionalFloat, String, StringList };
+enum class FieldType {
+  Bool, Int, OptionalInt, Float, OptionalFloat, String, StringList, StringLists
+};
 
 /// A field value. Optional fields use std::monostate for "unset" (TorchTitan's None).
 using Value = std::variant<std::monostate, bool, int64_t, double, std::string,
-                           std::vector<std::string>>;
+                           std::vector<std::string>, std::vector<std::vector<std::string>>>;
 
 struct FieldSpec {
   std::string section;
@@ -48,8 +50,8 @@ std::string type_name(FieldType type);
 /// `value` as TOML text ("10", "\"adamw\"", "[\"a\", \"b\"]"); unset optionals give "".
 std::string format_value(const Value& value);
 
-/// Parses command-line text `text` for `field` (lists are comma-separated, "none" unsets an
-/// optional). Throws ConfigError naming the key, the expected type and the text.
+/// Parses command-line text `text` for `field` (lists are comma-separated, lists of lists
+/// separate the lists with ';', "none" unsets an optional). Throws ConfigError naming the key, the expected type and the text.
 Value parse_value(const FieldSpec& field, const std::string& text);
 
 /// Checks `value` against the field's choices and lower bound and returns it, a choice spelled

@@ -72,6 +72,29 @@ TEST(Config, BooleansAndLists) {
   EXPECT_FALSE(off.checkpoint.enable);
 }
 
+// Lists of lists (module_fqns_per_model_part): a TOML array of arrays, or on the command line
+// the lists separated by ';'; both print back as TOML. Choices match in any case where the
+// field says so (pipeline schedules, as TorchTitan), stored as the field spells them.
+TEST(Config, ListsOfListsAndCaseInsensitiveChoices) {
+  using Lists = std::vector<std::vector<std::string>>;
+  const Lists want = {{"tok_embeddings", "layers.0"}, {"layers.1", "norm", "output"}};
+  auto cli = resolve_args({"--parallelism.module_fqns_per_model_part",
+                           "tok_embeddings,layers.0;layers.1,norm,output",
+                           "--parallelism.pipeline_parallel_schedule", "zbvzerobubble"});
+  EXPECT_EQ(cli.parallelism.module_fqns_per_model_part, want);
+  EXPECT_EQ(cli.parallelism.pipeline_parallel_schedule, "ZBVZeroBubble");
+  JobConfig toml;
+  apply_toml(toml, "[parallelism]\nmodule_fqns_per_model_part = [[\"tok_embeddings\", "
+                   "\"layers.0\"], [\"layers.1\", \"norm\", \"output\"]]\n", "test.toml");
+  EXPECT_EQ(toml.parallelism.module_fqns_per_model_part, want);
+  JobConfig back;
+  apply_toml(back, to_toml(cli), "printed");
+  EXPECT_EQ(back.parallelism.module_fqns_per_model_part, want);
+  EXPECT_NE(error_of({"--parallelism.pipeline_parallel_schedule", "ZBV"})
+                .find("allowed values (in any case): GPipe, 1F1B, Interleaved1F1B, ZBVZeroBubble"),
+            std::string::npos);
+}
+
 TEST(Config, DottedModuleNameResolvesToFamily) {
   EXPECT_EQ(family_from_module("torchtitan_neuron.models.qwen3"), "qwen3");
   auto c = resolve_args({"--module", "torchtitan_neuron.models.qwen3", "--config",

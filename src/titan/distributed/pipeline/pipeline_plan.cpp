@@ -11,6 +11,15 @@ namespace {
 
 int stages_per_rank(const config::ParallelismSection& p, ScheduleKind kind, int64_t n_layers,
                     int pp) {
+  const auto named = static_cast<int64_t>(p.module_fqns_per_model_part.size());
+  if (named > 0) {
+    if (named % pp != 0) {
+      throw ConfigError(fmt::format("parallelism.module_fqns_per_model_part lists {} stages, "
+                                    "which the {} pipeline ranks do not divide",
+                                    named, pp));
+    }
+    return static_cast<int>(named / pp);
+  }
   if (!p.pipeline_parallel_layers_per_stage) return is_multi_stage(kind) ? 2 : 1;
   const int64_t per_stage = *p.pipeline_parallel_layers_per_stage;
   const int64_t effective = n_layers + p.pipeline_parallel_first_stage_less_layers +
@@ -44,6 +53,11 @@ PipelinePlan plan_pipeline(const config::JobConfig& job, int pp, const SplitFn& 
   try {
     plan.schedule = build_schedule(kind, pp, spr, static_cast<int>(local / mbs));
   } catch (const ConfigError& e) {
+    if (!p.module_fqns_per_model_part.empty()) {
+      throw ConfigError(fmt::format("{} (parallelism.module_fqns_per_model_part gives {} stages "
+                                    "per rank)",
+                                    e.what(), spr));
+    }
     if (!p.pipeline_parallel_layers_per_stage) throw;
     throw ConfigError(fmt::format("{} (parallelism.pipeline_parallel_layers_per_stage = {} gives "
                                   "{} stages per rank)",
@@ -51,7 +65,8 @@ PipelinePlan plan_pipeline(const config::JobConfig& job, int pp, const SplitFn& 
   }
   try {
     plan.stages = split(models::PipelineSplit{pp * spr, p.pipeline_parallel_first_stage_less_layers,
-                                              p.pipeline_parallel_last_stage_less_layers});
+                                              p.pipeline_parallel_last_stage_less_layers,
+                                              p.module_fqns_per_model_part});
   } catch (const ConfigError& e) {
     throw ConfigError(fmt::format("parallelism.pipeline_parallel_degree = {} with {} stage(s) per "
                                   "rank ({}): {}",

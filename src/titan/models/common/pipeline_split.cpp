@@ -23,9 +23,70 @@ void check_split(int64_t n_layers, const PipelineSplit& s, int64_t per_stage) {
   }
 }
 
+ConfigError fqn_error(const std::string& why) {
+  return ConfigError("parallelism.module_fqns_per_model_part: " + why);
+}
+
+// Stage `index` of `stages` named by `names`, whose blocks start at `next`.
+PartRange named_stage(const std::vector<std::string>& names, size_t index, size_t stages,
+                      int64_t next, int64_t n_layers) {
+  PartRange p{next, next, false, false};
+  bool norm = false, output = false;
+  for (const auto& name : names) {
+    if (name == "tok_embeddings") {
+      p.embedding = true;
+    } else if (name == "norm") {
+      norm = true;
+    } else if (name == "output" || name == "lm_head") {
+      output = true;
+    } else if (name.rfind("layers.", 0) == 0 &&
+               name.find_first_not_of("0123456789", 7) == std::string::npos && name.size() > 7) {
+      const int64_t layer = std::stoll(name.substr(7));
+      if (layer != p.end_layer || layer >= n_layers) {
+        throw fqn_error(fmt::format("stage {} lists {} where layers.{} comes next (each of the "
+                                    "{} blocks once, in order)",
+                                    index, name, p.end_layer, n_layers));
+      }
+      ++p.end_layer;
+    } else {
+      throw fqn_error(fmt::format("stage {}: '{}' is not a module of the model (valid: "
+                                  "tok_embeddings, layers.0 .. layers.{}, norm, output or lm_head)",
+                                  index, name, n_layers - 1));
+    }
+  }
+  p.output = norm || output;
+  if (p.embedding != (index == 0)) {
+    throw fqn_error(fmt::format("tok_embeddings must be in the first stage, and only there "
+                                "(stage {})",
+                                index));
+  }
+  if (p.output != (index + 1 == stages)) {
+    throw fqn_error(fmt::format("norm and output must be in the last stage, and only there "
+                                "(stage {})",
+                                index));
+  }
+  return p;
+}
+
+std::vector<PartRange> split_by_names(int64_t n_layers,
+                                      const std::vector<std::vector<std::string>>& stages) {
+  std::vector<PartRange> out;
+  int64_t next = 0;
+  for (size_t i = 0; i < stages.size(); ++i) {
+    out.push_back(named_stage(stages[i], i, stages.size(), next, n_layers));
+    next = out.back().end_layer;
+  }
+  if (next != n_layers) {
+    throw fqn_error(fmt::format("the stages hold layers.0 .. layers.{} of the model's {} blocks",
+                                next - 1, n_layers));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::vector<PartRange> split_for_pipeline(int64_t n_layers, const PipelineSplit& s) {
+  if (!s.module_names.empty()) return split_by_names(n_layers, s.module_names);
   if (s.num_stages < 1) {
     throw ConfigError(fmt::format("a pipeline needs at least one stage, got {}", s.num_stages));
   }

@@ -35,7 +35,7 @@ TEST(PipelineSplit, EveryCaseMatchesTorchTitan) {
   ASSERT_GE(cases.size(), 15u);
   int refused = 0;
   for (const auto& c : cases) {
-    PipelineSplit split{c["num_stages"], c["input_weight"], c["output_weight"]};
+    PipelineSplit split{c["num_stages"], c["input_weight"], c["output_weight"], {}};
     const int64_t layers = c["num_layers"];
     const std::string name = c.dump();
     if (c.contains("error")) {
@@ -52,7 +52,7 @@ TEST(PipelineSplit, EveryCaseMatchesTorchTitan) {
 
 TEST(PipelineSplit, RefusalsNameTheNumbers) {
   try {
-    split_for_pipeline(6, {9, 1, 1});
+    split_for_pipeline(6, {9, 1, 1, {}});
     FAIL();
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("9 pipeline stages cannot share 8 layers"),
@@ -60,7 +60,7 @@ TEST(PipelineSplit, RefusalsNameTheNumbers) {
         << e.what();
   }
   try {
-    split_for_pipeline(6, {6, 2, 1});
+    split_for_pipeline(6, {6, 2, 1, {}});
     FAIL();
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("the embedding counted as 2 layers"), std::string::npos)
@@ -68,11 +68,50 @@ TEST(PipelineSplit, RefusalsNameTheNumbers) {
   }
 }
 
+// TorchTitan's module_fqns_per_model_part: any contiguous split, checked module by module
+// (fqns() names the output as newer TorchTitan does, lm_head; both names are accepted).
+TEST(PipelineSplit, ExplicitModuleNamesGiveTheirStagesOrANamedError) {
+  PipelineSplit named;
+  named.module_names = {{"tok_embeddings"}, {"layers.0", "layers.1", "layers.2"},
+                        {"layers.3", "norm", "output"}};
+  const auto stages = split_for_pipeline(4, named);
+  ASSERT_EQ(stages.size(), 3u);
+  EXPECT_EQ(fqns(stages[0]), (std::vector<std::string>{"tok_embeddings"}));
+  EXPECT_EQ(fqns(stages[1]), (std::vector<std::string>{"layers.0", "layers.1", "layers.2"}));
+  EXPECT_EQ(fqns(stages[2]), (std::vector<std::string>{"layers.3", "norm", "lm_head"}));
+  named.module_names.back().back() = "lm_head";  // newer TorchTitan's name of the output
+  EXPECT_TRUE(split_for_pipeline(4, named).back().output);
+  const std::vector<std::pair<std::vector<std::vector<std::string>>, std::string>> bad = {
+      {{{"tok_embeddings", "layers.1"}, {"layers.0", "layers.2", "layers.3", "norm", "output"}},
+       "stage 0 lists layers.1 where layers.0 comes next"},
+      {{{"tok_embeddings", "layers.0", "layers.1"}, {"layers.2", "norm", "output"}},
+       "the stages hold layers.0 .. layers.2 of the model's 4 blocks"},
+      {{{"layers.0", "layers.1"}, {"tok_embeddings", "layers.2", "layers.3", "norm", "output"}},
+       "tok_embeddings must be in the first stage"},
+      {{{"tok_embeddings", "layers.0", "norm"}, {"layers.1", "layers.2", "layers.3", "output"}},
+       "norm and output must be in the last stage"},
+      {{{"tok_embeddings", "layers.0"}, {"layers.1", "layers.2", "layers.3", "final_norm"}},
+       "stage 1: 'final_norm' is not a module of the model"},
+  };
+  for (const auto& [names, message] : bad) {
+    PipelineSplit split;
+    split.module_names = names;
+    try {
+      split_for_pipeline(4, split);
+      ADD_FAILURE() << message;
+    } catch (const ConfigError& e) {
+      EXPECT_NE(std::string(e.what()).find("parallelism.module_fqns_per_model_part: " + message),
+                std::string::npos)
+          << e.what();
+    }
+  }
+}
+
 // The TrainSpec hook splits a flavor by its layer count, and the stages built from it hold
 // between them every parameter of the whole model exactly once.
 TEST(PipelineSplit, TheFamilysHookSplitsAFlavorIntoPartsThatCoverTheModel) {
   const auto& spec = train::get_train_spec("llama3");
-  const auto stages = spec.pipeline_split("8B", {4, 1, 1});
+  const auto stages = spec.pipeline_split("8B", {4, 1, 1, {}});
   ASSERT_EQ(stages.size(), 4u);
   EXPECT_EQ(fqns(stages[0]).size(), 1u + 8);  // 34 effective layers: 9, 9, 8, 8
   EXPECT_EQ(stages[3].end_layer, 32);
@@ -82,7 +121,7 @@ TEST(PipelineSplit, TheFamilysHookSplitsAFlavorIntoPartsThatCoverTheModel) {
     params += spec.build_part("8B", torch::kMeta, range)->num_params();
   }
   EXPECT_EQ(params, whole->num_params());
-  EXPECT_THROW(spec.pipeline_split("8B", {40, 1, 1}), ConfigError);
+  EXPECT_THROW(spec.pipeline_split("8B", {40, 1, 1, {}}), ConfigError);
 }
 
 }  // namespace
