@@ -107,6 +107,23 @@ TEST(PipelineAccumulation, MicrobatchesAndAccumulationStepsScaleTheGradientOnce)
   testing::expect_same_curves(doubled, piped, 1e-5, "PP 2, 4 microbatches x 2 accumulation");
 }
 
+// Fewer microbatches than stages (TorchTitan #775 hung there) runs to completion with the same
+// numbers, and so does PP 2 over DDP 2 replicas (gradients all-reduced across them).
+TEST(PipelineAccumulation, FewMicrobatchesAndReplicasFollowTheBaseline) {
+  auto fsdp = run("llama3", 2, "--training.local_batch_size 4", 5);
+  testing::expect_same_curves(
+      fsdp, run("llama3", 2, "--training.local_batch_size 1 " + pp(2, "1F1B"), 5), 1e-5,
+      "PP 2 1F1B, 1 microbatch x 8 accumulation steps");
+  testing::expect_same_curves(
+      fsdp, run("llama3", 2, "--training.local_batch_size 2 " + pp(2, "ZBVZeroBubble"), 5), 1e-5,
+      "PP 2 ZBV, 2 microbatches for 4 stages");
+  testing::expect_same_curves(
+      fsdp,
+      run("llama3", 4, "--training.local_batch_size 4 --parallelism.data_parallel_shard_degree 1 "
+                       "--parallelism.data_parallel_replicate_degree 2 " + pp(2, "1F1B"), 5),
+      1e-5, "PP 2 x DDP 2");
+}
+
 // An explicit split (parallelism.module_fqns_per_model_part, the command line's form) cuts the
 // model where it says and trains the same model.
 TEST(PipelineSplit, ExplicitModulesPerStageTrainTheSameModel) {

@@ -35,11 +35,11 @@ class WholeModel : public ForwardBackward {
 
 std::unique_ptr<ForwardBackward> make_forward_backward(const config::JobConfig& job,
                                                        const ParallelDims& dims,
-                                                       const DeviceMesh& mesh,
+                                                       const DeviceMesh& mesh, World& world,
                                                        const pipeline::SplitFn& split) {
   if (!dims.pp_enabled()) return std::make_unique<WholeModel>();
   return std::make_unique<pipeline::ScheduleRunner>(pipeline::plan_pipeline(job, dims.pp, split),
-                                                    mesh["pp"]);
+                                                    mesh["pp"], world);
 }
 
 int metrics_rank(const config::JobConfig& job, const ParallelDims& dims,

@@ -40,11 +40,12 @@ class ForwardBackward {
   virtual std::string summary() const { return {}; }
 };
 
-/// The ForwardBackward of `job` on `dims` for this rank (its groups: `mesh`), the model cut by
-/// `split` under pipeline parallelism. Throws ConfigError as pipeline::plan_pipeline.
+/// The ForwardBackward of `job` on `dims` for this rank (its groups: `mesh`; the pipeline's
+/// point-to-point groups are created in `world`), the model cut by `split` under pipeline
+/// parallelism. Throws ConfigError as pipeline::plan_pipeline.
 std::unique_ptr<ForwardBackward> make_forward_backward(const config::JobConfig& job,
                                                        const ParallelDims& dims,
-                                                       const DeviceMesh& mesh,
+                                                       const DeviceMesh& mesh, World& world,
                                                        const pipeline::SplitFn& split);
 
 /// The global rank that logs the step line and writes metrics.jsonl: the first rank of the

@@ -113,7 +113,8 @@ void Trainer::setup_model() {
   shape_ = whole->shape();
   flops_per_token_ = whole->flops_per_token(job_.training.seq_len);
   num_params_ = whole->num_params();
-  forward_backward_ = distributed::make_forward_backward(job_, dims_, mesh_, splitter(job_));
+  forward_backward_ =
+      distributed::make_forward_backward(job_, dims_, mesh_, *world_, splitter(job_));
   uint64_t seed = static_cast<uint64_t>(job_.training.seed.value_or(0));
   std::vector<distributed::ModelPart*> parts;
   for (const auto& piece : forward_backward_->local_pieces()) {

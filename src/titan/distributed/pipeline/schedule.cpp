@@ -7,6 +7,7 @@
 #include <cctype>
 #include <map>
 #include <optional>
+#include <set>
 #include <stdexcept>
 
 #include "titan/errors.h"
@@ -280,6 +281,21 @@ std::vector<int> Schedule::stages_of_rank(int rank) const {
     if (rank_of_stage(s) == rank) out.push_back(s);
   }
   return out;
+}
+
+std::vector<Channel> Schedule::channels() const {
+  std::set<Channel> out;
+  for (int r = 0; r < pp; ++r) {
+    for (const auto& a : actions[r]) {
+      const bool backward = a.op == Op::Backward || a.op == Op::BackwardInput;
+      if (a.op == Op::Forward && a.stage + 1 < num_stages) {
+        out.insert({r, rank_of_stage(a.stage + 1), false});
+      }
+      if (backward && a.stage > 0) out.insert({r, rank_of_stage(a.stage - 1), true});
+    }
+  }
+  std::erase_if(out, [](const Channel& c) { return c.from == c.to; });
+  return {out.begin(), out.end()};
 }
 
 std::string Schedule::format() const {

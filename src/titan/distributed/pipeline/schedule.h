@@ -51,6 +51,14 @@ struct Action {
   std::string str() const;
 };
 
+/// A direction of transfers between two ranks: the activations from `from` to `to`, or the
+/// gradients.
+struct Channel {
+  int from, to;
+  bool gradients;
+  auto operator<=>(const Channel&) const = default;
+};
+
 struct Schedule {
   ScheduleKind kind = ScheduleKind::OneFOneB;
   int pp = 1;          // ranks
@@ -62,6 +70,8 @@ struct Schedule {
   int rank_of_stage(int stage) const;
   /// The stages `rank` holds, ascending.
   std::vector<int> stages_of_rank(int rank) const;
+  /// Every channel some action sends on (between two different ranks), in a fixed order.
+  std::vector<Channel> channels() const;
   /// One line per rank: "rank 0: 0F0 0F1 0B0 ...".
   std::string format() const;
 };

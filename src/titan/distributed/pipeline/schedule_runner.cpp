@@ -40,11 +40,21 @@ torch::Tensor empty_from_header(const torch::Tensor& h, torch::Device device) {
 
 }  // namespace
 
-ScheduleRunner::ScheduleRunner(PipelinePlan plan, std::shared_ptr<ProcessGroup> pp_group)
+ScheduleRunner::ScheduleRunner(PipelinePlan plan, std::shared_ptr<ProcessGroup> pp_group,
+                               World& world)
     : plan_(std::move(plan)), group_(std::move(pp_group)), rank_(group_->rank()) {
   if (group_->size() != plan_.schedule.pp) {
     throw std::logic_error(fmt::format("a schedule for {} pipeline ranks on group '{}' of {}",
                                        plan_.schedule.pp, group_->name(), group_->size()));
+  }
+  // Every rank walks the same list of channels, creating those it is on: two ranks sharing
+  // several create them in the same order.
+  for (const Channel& c : plan_.schedule.channels()) {
+    if (c.from != rank_ && c.to != rank_) continue;
+    const int a = group_->ranks().at(c.from), b = group_->ranks().at(c.to);
+    channels_[c] = world.new_group({std::min(a, b), std::max(a, b)},
+                                   fmt::format("pp_{}_to_{}_{}", c.from, c.to,
+                                               c.gradients ? "gradients" : "activations"));
   }
   const auto& s = plan_.schedule;
   std::string mine;
@@ -88,6 +98,13 @@ std::string ScheduleRunner::describe(Flow flow, const Action& action, bool sendi
                      sending ? "to" : "from", peer);
 }
 
+std::pair<ProcessGroup*, int> ScheduleRunner::channel(int from, int to, Flow flow,
+                                                      int peer) const {
+  auto& group = *channels_.at(Channel{from, to, flow == Flow::Gradient});
+  const int global_peer = group_->ranks().at(peer);
+  return {&group, group.ranks().at(0) == global_peer ? 0 : 1};
+}
+
 torch::Tensor ScheduleRunner::receive(Flow flow, const Action& action, const torch::Tensor& like) {
   const int from = flow == Flow::Activation ? action.stage - 1 : action.stage + 1;
   auto it = local_.find({flow, action.stage, action.microbatch});
@@ -99,10 +116,11 @@ torch::Tensor ScheduleRunner::receive(Flow flow, const Action& action, const tor
   const int peer = plan_.schedule.rank_of_stage(from);
   const std::string what = describe(flow, action, false, peer);
   const auto start = Clock::now();
+  auto [group, src] = channel(peer, rank_, flow, peer);
   auto header = torch::empty({kMaxDims + 2}, torch::kLong);
-  group_->recv_(header, peer, tag(flow, action.stage, action.microbatch, 0), what);
+  group->recv_(header, src, tag(flow, action.stage, action.microbatch, 0), what);
   auto t = empty_from_header(header, like.device());
-  group_->recv_(t, peer, tag(flow, action.stage, action.microbatch, 1), what);
+  group->recv_(t, src, tag(flow, action.stage, action.microbatch, 1), what);
   wait_seconds_ += seconds_since(start);
   return t;
 }
@@ -115,10 +133,11 @@ void ScheduleRunner::deliver(Flow flow, int to_stage, const Action& action,
     return;
   }
   const std::string what = describe(flow, action, true, peer);
-  sends_.push_back(group_->send(header_of(t), peer, tag(flow, to_stage, action.microbatch, 0),
-                                what));
-  sends_.push_back(group_->send(t.detach(), peer, tag(flow, to_stage, action.microbatch, 1),
-                                what));
+  auto [group, dst] = channel(rank_, peer, flow, peer);
+  sends_.push_back({group, group->send(header_of(t), dst,
+                                       tag(flow, to_stage, action.microbatch, 0), what)});
+  sends_.push_back({group, group->send(t.detach(), dst,
+                                       tag(flow, to_stage, action.microbatch, 1), what)});
 }
 
 double ScheduleRunner::run(const torch::Tensor& input, const torch::Tensor& labels,
@@ -158,7 +177,7 @@ double ScheduleRunner::run(const torch::Tensor& input, const torch::Tensor& labe
     }
   }
   const auto sends_start = Clock::now();
-  for (auto& s : sends_) group_->finish(s);
+  for (auto& [group, send] : sends_) group->finish(send);
   sends_.clear();
   wait_seconds_ += seconds_since(sends_start);
   run_seconds_ += seconds_since(start);

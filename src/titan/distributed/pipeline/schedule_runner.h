@@ -3,9 +3,12 @@
 // receiving each input before an action computes and sending each result as soon as it is
 // computed. Sends do not block (they are waited for at the end of the batch), receives do;
 // schedules are checked to complete under exactly these rules (check_schedule), so a rank only
-// waits on data a peer is about to send. A tensor between two stages of one rank (the V's turn)
-// is handed over in memory. Every transfer's wait names the rank, stage, action and microbatch
-// and is bounded by comm.train_timeout_seconds.
+// waits on data a peer is about to send. Each channel (a direction between two ranks, for
+// activations or for gradients) is a process group of its own, on which every schedule sends
+// in the order the peer receives (tested): transports that pair messages in posting order
+// (NCCL) need that, and a send blocked on one channel cannot hold up another. A tensor between
+// two stages of one rank (the V's turn) is handed over in memory. Every transfer's wait names
+// the rank, stage, action and microbatch and is bounded by comm.train_timeout_seconds.
 #pragma once
 
 #include <torch/torch.h>
@@ -24,8 +27,9 @@ namespace titan::distributed::pipeline {
 
 class ScheduleRunner : public ForwardBackward {
  public:
-  /// Runs `plan` over the ranks of `pp_group` (this rank's pipeline).
-  ScheduleRunner(PipelinePlan plan, std::shared_ptr<ProcessGroup> pp_group);
+  /// Runs `plan` over the ranks of `pp_group` (this rank's pipeline), creating its channels'
+  /// groups in `world` (collective over the pipeline's ranks).
+  ScheduleRunner(PipelinePlan plan, std::shared_ptr<ProcessGroup> pp_group, World& world);
 
   /// The pieces of this rank's stages, ascending stage order.
   std::vector<models::PartRange> local_pieces() const override;
@@ -45,14 +49,17 @@ class ScheduleRunner : public ForwardBackward {
   torch::Tensor receive(Flow flow, const Action& action, const torch::Tensor& like);
   void deliver(Flow flow, int to_stage, const Action& action, const torch::Tensor& t);
   int tag(Flow flow, int stage, int microbatch, int part) const;
+  /// The group of the channel from pipeline rank `from` to `to`, and the group rank of `peer`.
+  std::pair<ProcessGroup*, int> channel(int from, int to, Flow flow, int peer) const;
   std::string describe(Flow flow, const Action& action, bool sending, int peer) const;
 
   PipelinePlan plan_;
   std::shared_ptr<ProcessGroup> group_;
   int rank_;  // in the pipeline
+  std::map<Channel, std::shared_ptr<ProcessGroup>> channels_;  // those this rank is on
   std::map<int, std::unique_ptr<PipelineStage>> stages_;  // this rank's, by stage index
   std::map<std::tuple<Flow, int, int>, torch::Tensor> local_;  // (flow, stage, mb) handed over
-  std::vector<PendingSend> sends_;
+  std::vector<std::pair<ProcessGroup*, PendingSend>> sends_;  // on their channel's group
   double run_seconds_ = 0, wait_seconds_ = 0;
   int64_t batches_ = 0;
 };

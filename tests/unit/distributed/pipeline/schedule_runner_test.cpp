@@ -93,7 +93,7 @@ PipelineResult run_pipeline(const std::string& schedule) {
   };
   testing::run_thread_ranks(2, [&](int, World& world) {
     auto mesh = DeviceMesh::build(dims, world);
-    ScheduleRunner runner(plan_pipeline(job, dims.pp, split), mesh["pp"]);
+    ScheduleRunner runner(plan_pipeline(job, dims.pp, split), mesh["pp"], world);
     std::vector<std::unique_ptr<ModelPart>> parts;
     std::vector<ModelPart*> raw;
     for (const auto& piece : runner.local_pieces()) {
@@ -151,11 +151,11 @@ TEST(ScheduleRunner, APeerThatNeverSendsTimesOutNamingTheActionAndMicrobatch) {
       2,
       [&](int rank, World& world) {
         auto mesh = DeviceMesh::build(dims, world);
+        ScheduleRunner runner(plan_pipeline(job, dims.pp, split), mesh["pp"], world);
         if (rank == 1) {  // stage 1 never runs: rank 0 waits for its first gradient
           std::this_thread::sleep_for(std::chrono::seconds(4));
           return;
         }
-        ScheduleRunner runner(plan_pipeline(job, dims.pp, split), mesh["pp"]);
         ModelPart part(std::make_shared<models::Transformer>(tiny(), f64(torch::kMeta),
                                                              runner.local_pieces().front()),
                        mesh);

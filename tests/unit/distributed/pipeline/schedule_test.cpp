@@ -8,7 +8,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <map>
 #include <stdexcept>
+#include <tuple>
 
 #include "support/process.h"
 #include "support/skip.h"
@@ -58,6 +60,43 @@ TEST(PipelineSchedule, EverySupportedShapeRunsToCompletionInDependencyOrder) {
     EXPECT_NO_THROW(check_schedule(schedule))
         << schedule_name(s.kind) << " pp " << s.pp << " x " << s.stages_per_rank
         << " stages, " << s.microbatches << " microbatches:\n" << schedule.format();
+  }
+}
+
+// For transports that pair a sender's and a receiver's messages in the order they are posted
+// (NCCL), each channel (directed pair of ranks, activations or gradients; schedule_runner.h)
+// must see the same sequence of transfers on both ends: the sender's in its action order, the
+// receiver's in the order its actions consume them. (ZBVZeroBubble's V sends activations and
+// gradients the same way between two ranks, in orders that differ: one channel would not do.)
+TEST(PipelineSchedule, EveryChannelReceivesInTheOrderItSends) {
+  for (const auto& shape : supported_shapes()) {
+    const auto s = build_schedule(shape.kind, shape.pp, shape.stages_per_rank, shape.microbatches);
+    // (from rank, to rank, gradient?) -> transfers (stage, mb) in the order sent / received.
+    std::map<std::tuple<int, int, bool>, std::vector<std::pair<int, int>>> sent, received;
+    for (int r = 0; r < s.pp; ++r) {
+      for (const auto& a : s.actions[r]) {
+        const bool backward = a.op == Op::Backward || a.op == Op::BackwardInput;
+        if (a.op == Op::Forward && a.stage + 1 < s.num_stages) {
+          sent[{r, s.rank_of_stage(a.stage + 1), false}].emplace_back(a.stage + 1, a.microbatch);
+        }
+        if (a.op == Op::Forward && a.stage > 0) {
+          received[{s.rank_of_stage(a.stage - 1), r, false}].emplace_back(a.stage, a.microbatch);
+        }
+        if (backward && a.stage > 0) {
+          sent[{r, s.rank_of_stage(a.stage - 1), true}].emplace_back(a.stage - 1, a.microbatch);
+        }
+        if (backward && a.stage + 1 < s.num_stages) {
+          received[{s.rank_of_stage(a.stage + 1), r, true}].emplace_back(a.stage, a.microbatch);
+        }
+      }
+    }
+    for (auto& [channel, order] : sent) {
+      if (std::get<0>(channel) == std::get<1>(channel)) continue;  // handed over in memory
+      EXPECT_EQ(order, received[channel])
+          << schedule_name(shape.kind) << " pp " << shape.pp << " x " << shape.stages_per_rank
+          << ", " << shape.microbatches << " microbatches: rank " << std::get<0>(channel)
+          << " -> " << std::get<1>(channel);
+    }
   }
 }
 
