@@ -81,6 +81,14 @@ inline void expect_same_curves(const TrainRun& ref, const TrainRun& other, doubl
   }
 }
 
+/// `titan compare REF OTHER --rtol 1e-4` passes: the check a user runs to validate a layout.
+inline void expect_compare_passes(const TrainRun& ref, const TrainRun& other,
+                                  const std::string& what) {
+  auto compare = run_command(titan_binary() + " compare " + ref.dump.string() + " " +
+                             other.dump.string() + " --rtol 1e-4");
+  EXPECT_EQ(compare.exit_code, 0) << what << "\n" << compare.output;
+}
+
 inline std::string shakespeare() {
   return std::string(TITAN_SHARED_DATA) + "/corpora/tinyshakespeare.txt";
 }

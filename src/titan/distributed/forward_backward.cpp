@@ -36,14 +36,19 @@ class WholeModel : public ForwardBackward {
 std::unique_ptr<ForwardBackward> make_forward_backward(const config::JobConfig& job,
                                                        const ParallelDims& dims,
                                                        const DeviceMesh& mesh, World& world,
-                                                       const pipeline::SplitFn& split) {
+                                                       const SplitFn& split) {
   if (!dims.pp_enabled()) return std::make_unique<WholeModel>();
   return std::make_unique<pipeline::ScheduleRunner>(pipeline::plan_pipeline(job, dims.pp, split),
                                                     mesh["pp"], world);
 }
 
-int metrics_rank(const config::JobConfig& job, const ParallelDims& dims,
-                 const pipeline::SplitFn& split) {
+std::vector<models::PartRange> all_pieces(const config::JobConfig& job, const ParallelDims& dims,
+                                          const SplitFn& split) {
+  if (!dims.pp_enabled()) return {models::PartRange{}};
+  return pipeline::plan_pipeline(job, dims.pp, split).stages;
+}
+
+int metrics_rank(const config::JobConfig& job, const ParallelDims& dims, const SplitFn& split) {
   if (!dims.pp_enabled()) return 0;
   return dims.first_rank_at_pp(pipeline::plan_pipeline(job, dims.pp, split).last_stage_rank());
 }

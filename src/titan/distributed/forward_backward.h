@@ -17,6 +17,8 @@
 
 namespace titan::distributed {
 
+using pipeline::SplitFn;
+
 class ForwardBackward {
  public:
   virtual ~ForwardBackward() = default;
@@ -46,11 +48,15 @@ class ForwardBackward {
 std::unique_ptr<ForwardBackward> make_forward_backward(const config::JobConfig& job,
                                                        const ParallelDims& dims,
                                                        const DeviceMesh& mesh, World& world,
-                                                       const pipeline::SplitFn& split);
+                                                       const SplitFn& split);
+
+/// The pieces of every model part of the layout over all ranks: each pipeline stage's, or the
+/// whole model. Throws ConfigError as pipeline::plan_pipeline.
+std::vector<models::PartRange> all_pieces(const config::JobConfig& job, const ParallelDims& dims,
+                                          const SplitFn& split);
 
 /// The global rank that logs the step line and writes metrics.jsonl: the first rank of the
 /// pipeline rank holding the last stage (rank 0 without pipeline parallelism).
-int metrics_rank(const config::JobConfig& job, const ParallelDims& dims,
-                 const pipeline::SplitFn& split);
+int metrics_rank(const config::JobConfig& job, const ParallelDims& dims, const SplitFn& split);
 
 }  // namespace titan::distributed

@@ -67,17 +67,17 @@ void print_plan(const tools::LayoutPlan& plan, const distributed::ParallelDims& 
 void print_pipeline(const TrainSpec& spec, const config::JobConfig& job,
                     const distributed::ParallelDims& dims, std::ostream& out) {
   using components::with_commas;
-  namespace pp = distributed::pipeline;
-  const auto pipeline = pp::plan_pipeline(job, dims.pp, [&](const models::PipelineSplit& split) {
+  namespace pipe = distributed::pipeline;
+  const auto pipeline = pipe::plan_pipeline(job, dims.pp, [&](const models::PipelineSplit& split) {
     return spec.pipeline_split(job.model.flavor, split);
   });
   const auto& s = pipeline.schedule;
-  const auto in_flight = pp::peak_in_flight(s);
+  const auto in_flight = pipe::peak_in_flight(s);
   out << fmt::format("  pipeline: {} over {} ranks, {} stages, {} microbatches of {} per local "
                      "batch; bubble {:.1f}% of rank time (simulated with a backward taking two "
                      "forwards; (pp - 1) / (microbatches + pp - 1) = {:.1f}%)\n",
-                     pp::schedule_name(s.kind), s.pp, s.num_stages, s.microbatches,
-                     pipeline.microbatch_size, 100.0 * pp::simulated_bubble(s),
+                     pipe::schedule_name(s.kind), s.pp, s.num_stages, s.microbatches,
+                     pipeline.microbatch_size, 100.0 * pipe::simulated_bubble(s),
                      100.0 * (s.pp - 1) / (s.microbatches + s.pp - 1));
   tools::LayoutPlan heaviest;
   int heaviest_stage = 0;

@@ -23,7 +23,7 @@ double seconds_since(Clock::time_point start) {
 }
 
 // The job's flavor cut as `split` says, by its family's splitter.
-distributed::pipeline::SplitFn splitter(const config::JobConfig& job) {
+distributed::SplitFn splitter(const config::JobConfig& job) {
   const auto* spec = &get_train_spec(job.model.name);
   return [spec, flavor = job.model.flavor](const models::PipelineSplit& split) {
     return spec->pipeline_split(flavor, split);
@@ -56,9 +56,8 @@ void check_trainable(const config::JobConfig& job, const distributed::ParallelDi
   auto model = spec.build_on_device(job.model.flavor, torch::kMeta);
   distributed::check_tensor_parallel(*model, dims.tp, job.training.seq_len,
                                      !job.parallelism.disable_sequence_parallel);
-  if (dims.pp_enabled()) {
-    const auto plan = distributed::pipeline::plan_pipeline(job, dims.pp, splitter(job));
-    for (const auto& piece : plan.stages) spec.build_part(job.model.flavor, torch::kMeta, piece);
+  for (const auto& piece : distributed::all_pieces(job, dims, splitter(job))) {
+    spec.build_part(job.model.flavor, torch::kMeta, piece);
   }
 }
 

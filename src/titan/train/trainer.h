@@ -30,8 +30,9 @@ namespace titan::train {
 
 /// Refuses what this build cannot train with a ConfigError naming the key: context or expert
 /// parallel degrees above 1, a tensor-parallel degree that does not divide the model
-/// (distributed::check_tensor_parallel), a pipeline the model or the batch cannot be cut into
-/// (distributed::pipeline::plan_pipeline, and each stage built on the meta device), and
+/// (distributed::check_tensor_parallel), model parts that cannot be cut or built (every one of
+/// distributed::all_pieces built on the meta device: e.g. a pipeline the model or the batch
+/// cannot be cut into), and
 /// features whose keys exist but are not built yet (compile, TensorBoard, profiling, memory
 /// snapshots, validation). The launcher calls it before any worker starts.
 void check_trainable(const config::JobConfig& job, const distributed::ParallelDims& dims);

@@ -98,11 +98,10 @@ std::string ScheduleRunner::describe(Flow flow, const Action& action, bool sendi
                      sending ? "to" : "from", peer);
 }
 
-std::pair<ProcessGroup*, int> ScheduleRunner::channel(int from, int to, Flow flow,
-                                                      int peer) const {
+std::pair<ProcessGroup*, int> ScheduleRunner::channel(int from, int to, Flow flow) const {
   auto& group = *channels_.at(Channel{from, to, flow == Flow::Gradient});
-  const int global_peer = group_->ranks().at(peer);
-  return {&group, group.ranks().at(0) == global_peer ? 0 : 1};
+  const int peer = group_->ranks().at(from == rank_ ? to : from);
+  return {&group, group.ranks().at(0) == peer ? 0 : 1};
 }
 
 torch::Tensor ScheduleRunner::receive(Flow flow, const Action& action, const torch::Tensor& like) {
@@ -116,7 +115,7 @@ torch::Tensor ScheduleRunner::receive(Flow flow, const Action& action, const tor
   const int peer = plan_.schedule.rank_of_stage(from);
   const std::string what = describe(flow, action, false, peer);
   const auto start = Clock::now();
-  auto [group, src] = channel(peer, rank_, flow, peer);
+  auto [group, src] = channel(peer, rank_, flow);
   auto header = torch::empty({kMaxDims + 2}, torch::kLong);
   group->recv_(header, src, tag(flow, action.stage, action.microbatch, 0), what);
   auto t = empty_from_header(header, like.device());
@@ -133,7 +132,7 @@ void ScheduleRunner::deliver(Flow flow, int to_stage, const Action& action,
     return;
   }
   const std::string what = describe(flow, action, true, peer);
-  auto [group, dst] = channel(rank_, peer, flow, peer);
+  auto [group, dst] = channel(rank_, peer, flow);
   sends_.push_back({group, group->send(header_of(t), dst,
                                        tag(flow, to_stage, action.microbatch, 0), what)});
   sends_.push_back({group, group->send(t.detach(), dst,

@@ -49,8 +49,9 @@ class ScheduleRunner : public ForwardBackward {
   torch::Tensor receive(Flow flow, const Action& action, const torch::Tensor& like);
   void deliver(Flow flow, int to_stage, const Action& action, const torch::Tensor& t);
   int tag(Flow flow, int stage, int microbatch, int part) const;
-  /// The group of the channel from pipeline rank `from` to `to`, and the group rank of `peer`.
-  std::pair<ProcessGroup*, int> channel(int from, int to, Flow flow, int peer) const;
+  /// The group of the channel from pipeline rank `from` to `to` (one of them this rank), and
+  /// the other end's rank in it.
+  std::pair<ProcessGroup*, int> channel(int from, int to, Flow flow) const;
   std::string describe(Flow flow, const Action& action, bool sending, int peer) const;
 
   PipelinePlan plan_;
