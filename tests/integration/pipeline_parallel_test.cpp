@@ -162,9 +162,16 @@ TEST(PipelineConfig, ImpossiblePipelinesAreRefusedBeforeWorkersStart) {
       {pp(2, "ZBVZeroBubble") + "--parallelism.pipeline_parallel_layers_per_stage 1",
        "needs exactly 2 stages per rank (the V), got 4"},
       {pp(2, "DualPipeV"), "parallelism.pipeline_parallel_schedule = 'DualPipeV' is not allowed"},
+      {"--model.flavor 1B", "model.flavor = 1B with parallelism.pipeline_parallel_degree = 2 (2 "
+                            "model parts): a model with tied embeddings cannot put"},
+      {"--parallelism.pipeline_parallel_degree 4 --parallelism.module_fqns_per_model_part "
+       "'tok_embeddings,layers.0;;layers.1,layers.2;layers.3,layers.4,layers.5,norm,output'",
+       "parallelism.module_fqns_per_model_part: stage 1 holds no module"},
   };
   for (const auto& [args, message] : cases) {
-    const int ngpu = args.find("degree 8") != std::string::npos ? 8 : 2;
+    const int ngpu = args.find("degree 8") != std::string::npos   ? 8
+                     : args.find("degree 4") != std::string::npos ? 4
+                                                                  : 2;
     auto r = run_command("NGPU=" + std::to_string(ngpu) + " " + titan_binary() +
                          " launch --module llama3 --config llama3_debugmodel "
                          "--parallelism.pipeline_parallel_degree 2 " + args);

@@ -424,13 +424,13 @@ std::string format_value(const Value& value) {
 
 namespace {
 
-// The non-empty items of `text` between `sep`s.
-std::vector<std::string> split(const std::string& text, char sep) {
+// The items of `text` between `sep`s; empty ones only `with_empty`.
+std::vector<std::string> split(const std::string& text, char sep, bool with_empty = false) {
   std::vector<std::string> items;
   std::stringstream ss(text);
   std::string item;
   while (std::getline(ss, item, sep)) {
-    if (!item.empty()) items.push_back(item);
+    if (with_empty || !item.empty()) items.push_back(item);
   }
   return items;
 }
@@ -453,7 +453,8 @@ Value parse_value(const FieldSpec& f, const std::string& text) {
     case FieldType::StringList: return split(text, ',');
     case FieldType::StringLists: {
       std::vector<std::vector<std::string>> lists;
-      for (const auto& list : split(text, ';')) lists.push_back(split(list, ','));
+      // "a;;b" is three lists, the second empty (refused where an empty one is wrong).
+      for (const auto& list : split(text, ';', true)) lists.push_back(split(list, ','));
       return lists;
     }
   }

@@ -61,9 +61,33 @@ void print_plan(const tools::LayoutPlan& plan, const distributed::ParallelDims& 
   for (const auto& caveat : plan.caveats) out << "    note: " << caveat << "\n";
 }
 
+// What one pipeline rank holds: `stage`'s plan added to the plan of the rank's earlier stages
+// (the first one's when `rank` is empty).
+void add_stage(tools::LayoutPlan& rank, const tools::LayoutPlan& stage) {
+  if (rank.tokens_per_rank == 0) {
+    rank = stage;
+    return;
+  }
+  rank.params_per_rank += stage.params_per_rank;
+  rank.root_unit_params += stage.root_unit_params;
+  if (stage.largest_block_params > rank.largest_block_params) {
+    rank.largest_block = stage.largest_block;
+    rank.largest_block_params = stage.largest_block_params;
+  }
+  rank.in_flight = std::max(rank.in_flight, stage.in_flight);
+  auto& m = rank.memory;
+  const auto& o = stage.memory;
+  m.params += o.params;
+  m.grads += o.grads;
+  m.optimizer += o.optimizer;
+  m.gathered += o.gathered;
+  m.activations += o.activations;
+  m.logits += o.logits;
+}
+
 // Under pipeline parallelism: the schedule, its bubble, and per pipeline rank its stages with
 // their parameters and memory (each stage planned for its microbatch size and the microbatches
-// its schedule keeps in flight), then the breakdown of the heaviest stage.
+// its schedule keeps in flight), then the breakdown of the rank that holds the most.
 void print_pipeline(const TrainSpec& spec, const config::JobConfig& job,
                     const distributed::ParallelDims& dims, std::ostream& out) {
   using components::with_commas;
@@ -73,39 +97,41 @@ void print_pipeline(const TrainSpec& spec, const config::JobConfig& job,
   });
   const auto& s = pipeline.schedule;
   const auto in_flight = pipe::peak_in_flight(s);
+  const std::string formula =
+      pipe::is_multi_stage(s.kind)
+          ? ""
+          : fmt::format("; (pp - 1) / (microbatches + pp - 1) = {:.1f}%",
+                        100.0 * (s.pp - 1) / (s.microbatches + s.pp - 1));
   out << fmt::format("  pipeline: {} over {} ranks, {} stages, {} microbatches of {} per local "
                      "batch; bubble {:.1f}% of rank time (simulated with a backward taking two "
-                     "forwards; (pp - 1) / (microbatches + pp - 1) = {:.1f}%)\n",
+                     "forwards{})\n",
                      pipe::schedule_name(s.kind), s.pp, s.num_stages, s.microbatches,
-                     pipeline.microbatch_size, 100.0 * pipe::simulated_bubble(s),
-                     100.0 * (s.pp - 1) / (s.microbatches + s.pp - 1));
+                     pipeline.microbatch_size, 100.0 * pipe::simulated_bubble(s), formula);
   tools::LayoutPlan heaviest;
-  int heaviest_stage = 0;
+  int heaviest_rank = 0;
   for (int r = 0; r < s.pp; ++r) {
     std::string stages;
-    int64_t params = 0;
-    double bytes = 0;
+    tools::LayoutPlan rank;
     for (int stage : s.stages_of_rank(r)) {
       const auto& piece = pipeline.stages.at(stage);
       auto part = spec.build_part(job.model.flavor, torch::kMeta, piece);
-      auto plan = tools::plan_layout(*part, job, dims,
-                                     {pipeline.microbatch_size, in_flight.at(stage)});
+      add_stage(rank, tools::plan_layout(*part, job, dims,
+                                         {pipeline.microbatch_size, in_flight.at(stage)}));
       stages += fmt::format("{}stage {} ({}blocks [{}, {}){}, {} microbatch(es) in flight)",
                             stages.empty() ? "" : ", ", stage, piece.embedding ? "embedding, " : "",
                             piece.first_layer, piece.end_layer,
                             piece.output ? ", norm and output" : "", in_flight.at(stage));
-      params += plan.params_per_rank;
-      bytes += plan.memory.total();
-      if (plan.memory.total() > heaviest.memory.total()) {
-        heaviest = plan;
-        heaviest_stage = stage;
-      }
     }
     out << fmt::format("    pp rank {}: {}; {} parameters per rank, memory {:.2f} GiB "
                        "(estimate)\n",
-                       r, stages, with_commas(params), gib(bytes));
+                       r, stages, with_commas(rank.params_per_rank), gib(rank.memory.total()));
+    if (rank.memory.total() > heaviest.memory.total()) {
+      heaviest = rank;
+      heaviest_rank = r;
+    }
   }
-  out << fmt::format("  heaviest stage: {}\n", heaviest_stage);
+  out << fmt::format("  the rank holding the most, pp rank {} (its stages together):\n",
+                     heaviest_rank);
   print_plan(heaviest, dims, job, out);
 }
 

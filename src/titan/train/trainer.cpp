@@ -56,8 +56,15 @@ void check_trainable(const config::JobConfig& job, const distributed::ParallelDi
   auto model = spec.build_on_device(job.model.flavor, torch::kMeta);
   distributed::check_tensor_parallel(*model, dims.tp, job.training.seq_len,
                                      !job.parallelism.disable_sequence_parallel);
-  for (const auto& piece : distributed::all_pieces(job, dims, splitter(job))) {
-    spec.build_part(job.model.flavor, torch::kMeta, piece);
+  const auto pieces = distributed::all_pieces(job, dims, splitter(job));
+  for (const auto& piece : pieces) {
+    try {
+      spec.build_part(job.model.flavor, torch::kMeta, piece);
+    } catch (const ConfigError& e) {
+      throw ConfigError(fmt::format("model.flavor = {} with parallelism.pipeline_parallel_degree = "
+                                    "{} ({} model parts): {}",
+                                    job.model.flavor, dims.pp, pieces.size(), e.what()));
+    }
   }
 }
 

@@ -90,6 +90,8 @@ TEST(Config, ListsOfListsAndCaseInsensitiveChoices) {
   JobConfig back;
   apply_toml(back, to_toml(cli), "printed");
   EXPECT_EQ(back.parallelism.module_fqns_per_model_part, want);
+  auto empty = resolve_args({"--parallelism.module_fqns_per_model_part", "a;;b"});
+  EXPECT_EQ(empty.parallelism.module_fqns_per_model_part, (Lists{{"a"}, {}, {"b"}}));
   EXPECT_NE(error_of({"--parallelism.pipeline_parallel_schedule", "ZBV"})
                 .find("allowed values (in any case): GPipe, 1F1B, Interleaved1F1B, ZBVZeroBubble"),
             std::string::npos);

@@ -8,7 +8,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fmt/format.h>
+
 #include <fstream>
+#include <regex>
 #include <sstream>
 
 #include "support/process.h"
@@ -48,7 +51,9 @@ TEST(DryRun, DebugConfigsFitTheirWorld) {
 
 // Llama3 8B on 64 ranks as PP 4 x TP 4 x FSDP 4 with 1F1B over 8 microbatches: the stages of
 // each pipeline rank (TorchTitan's split: 32 blocks + embedding + output over 4 stages), the
-// microbatches each keeps in flight (4, 3, 2, 1) and the bubble (p - 1) / (m + p - 1) = 3/11.
+// microbatches each keeps in flight (4, 3, 2, 1) and the bubble (p - 1) / (m + p - 1) = 3/11;
+// the breakdown is the heaviest rank's. Under ZBVZeroBubble that rank holds two stages, and its
+// memory is theirs together.
 TEST(DryRun, PipelinePrintsStagesMicrobatchesInFlightAndBubble) {
   auto job = named("llama3", "llama3_8b_tp4_fsdp16_sac");
   job.parallelism.pipeline_parallel_degree = 4;
@@ -65,9 +70,23 @@ TEST(DryRun, PipelinePrintsStagesMicrobatchesInFlightAndBubble) {
         "pp rank 0: stage 0 (embedding, blocks [0, 8), 4 microbatch(es) in flight)",
         "pp rank 1: stage 1 (blocks [8, 17), 3 microbatch(es) in flight)",
         "pp rank 3: stage 3 (blocks [25, 32), norm and output, 1 microbatch(es) in flight)",
-        "heaviest stage: "}) {
+        "the rank holding the most, pp rank 0 (its stages together)"}) {
     EXPECT_NE(text.find(expected), std::string::npos) << expected << "\n" << text;
   }
+  job.parallelism.pipeline_parallel_schedule = "ZBVZeroBubble";
+  std::ostringstream zbv;
+  EXPECT_EQ(dry_run(job, 64, zbv), 0);
+  // Every rank's line ends "memory X GiB (estimate)"; the breakdown repeats the largest X.
+  const std::regex rank_line("pp rank [0-9]: .* memory ([0-9.]+) GiB \\(estimate\\)");
+  double most = 0;
+  const std::string z = zbv.str();
+  for (std::sregex_iterator it(z.begin(), z.end(), rank_line), end; it != end; ++it) {
+    most = std::max(most, std::stod((*it)[1]));
+  }
+  EXPECT_GT(most, 0.0) << z;
+  EXPECT_NE(z.find(fmt::format("memory per rank (estimate): {:.2f} GiB", most)), std::string::npos)
+      << z;
+  EXPECT_EQ(z.find("(pp - 1) / (microbatches + pp - 1)"), std::string::npos) << z;
 }
 
 // Runs the binary as run_train.sh would, measuring its wall time and peak resident memory.

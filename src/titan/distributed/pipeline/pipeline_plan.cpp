@@ -12,6 +12,11 @@ namespace {
 int stages_per_rank(const config::ParallelismSection& p, ScheduleKind kind, int64_t n_layers,
                     int pp) {
   const auto named = static_cast<int64_t>(p.module_fqns_per_model_part.size());
+  if (named > 0 && p.pipeline_parallel_layers_per_stage) {
+    throw ConfigError("parallelism.module_fqns_per_model_part and "
+                      "parallelism.pipeline_parallel_layers_per_stage both say how to split the "
+                      "pipeline: set one of them");
+  }
   if (named > 0) {
     if (named % pp != 0) {
       throw ConfigError(fmt::format("parallelism.module_fqns_per_model_part lists {} stages, "
@@ -28,7 +33,7 @@ int stages_per_rank(const config::ParallelismSection& p, ScheduleKind kind, int6
   if (stages % pp != 0) {
     throw ConfigError(fmt::format(
         "parallelism.pipeline_parallel_layers_per_stage = {} cuts {} layers ({} blocks + the "
-        "embedding and output counted as {} and {}) into {} stages, which the {} pipeline ranks "
+        "embedding and output counted as {} and {}) into {} stage(s), which the {} pipeline ranks "
         "do not divide; choose a value giving a multiple of {} stages",
         per_stage, effective, n_layers, p.pipeline_parallel_first_stage_less_layers,
         p.pipeline_parallel_last_stage_less_layers, stages, pp, pp));
@@ -54,13 +59,13 @@ PipelinePlan plan_pipeline(const config::JobConfig& job, int pp, const SplitFn& 
     plan.schedule = build_schedule(kind, pp, spr, static_cast<int>(local / mbs));
   } catch (const ConfigError& e) {
     if (!p.module_fqns_per_model_part.empty()) {
-      throw ConfigError(fmt::format("{} (parallelism.module_fqns_per_model_part gives {} stages "
-                                    "per rank)",
+      throw ConfigError(fmt::format("{} (parallelism.module_fqns_per_model_part gives {} "
+                                    "stage(s) per rank)",
                                     e.what(), spr));
     }
     if (!p.pipeline_parallel_layers_per_stage) throw;
     throw ConfigError(fmt::format("{} (parallelism.pipeline_parallel_layers_per_stage = {} gives "
-                                  "{} stages per rank)",
+                                  "{} stage(s) per rank)",
                                   e.what(), *p.pipeline_parallel_layers_per_stage, spr));
   }
   try {

@@ -68,6 +68,12 @@ ScheduleRunner::ScheduleRunner(PipelinePlan plan, std::shared_ptr<ProcessGroup> 
             "batch; pipeline rank {} holds {}",
             schedule_name(s.kind), s.pp, s.num_stages, s.microbatches, plan_.microbatch_size,
             rank_, mine);
+  if (s.microbatches < s.num_stages) {
+    log::warn("{} microbatches for {} pipeline stages: the ranks idle {:.0f}% of the time "
+              "(simulated); a larger training.local_batch_size or a smaller "
+              "parallelism.pipeline_parallel_microbatch_size fills the pipeline",
+              s.microbatches, s.num_stages, 100.0 * simulated_bubble(s));
+  }
 }
 
 std::vector<models::PartRange> ScheduleRunner::local_pieces() const {

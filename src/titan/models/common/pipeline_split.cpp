@@ -42,7 +42,12 @@ PartRange named_stage(const std::vector<std::string>& names, size_t index, size_
     } else if (name.rfind("layers.", 0) == 0 &&
                name.find_first_not_of("0123456789", 7) == std::string::npos && name.size() > 7) {
       const int64_t layer = std::stoll(name.substr(7));
-      if (layer != p.end_layer || layer >= n_layers) {
+      if (layer >= n_layers) {
+        throw fqn_error(fmt::format("stage {}: {} is past the model's {} blocks (layers.0 .. "
+                                    "layers.{})",
+                                    index, name, n_layers, n_layers - 1));
+      }
+      if (layer != p.end_layer) {
         throw fqn_error(fmt::format("stage {} lists {} where layers.{} comes next (each of the "
                                     "{} blocks once, in order)",
                                     index, name, p.end_layer, n_layers));
@@ -54,7 +59,16 @@ PartRange named_stage(const std::vector<std::string>& names, size_t index, size_
                                   index, name, n_layers - 1));
     }
   }
-  p.output = norm || output;
+  if (norm != output) {
+    throw fqn_error(fmt::format("stage {} holds {} without {}: the final norm and the output "
+                                "go together",
+                                index, norm ? "norm" : "output", norm ? "output" : "norm"));
+  }
+  p.output = norm;
+  if (!p.embedding && !p.output && p.end_layer == p.first_layer) {
+    throw fqn_error(fmt::format("stage {} holds no module; every stage needs at least one",
+                                index));
+  }
   if (p.embedding != (index == 0)) {
     throw fqn_error(fmt::format("tok_embeddings must be in the first stage, and only there "
                                 "(stage {})",

@@ -88,10 +88,17 @@ TEST(PipelineSplit, ExplicitModuleNamesGiveTheirStagesOrANamedError) {
        "the stages hold layers.0 .. layers.2 of the model's 4 blocks"},
       {{{"layers.0", "layers.1"}, {"tok_embeddings", "layers.2", "layers.3", "norm", "output"}},
        "tok_embeddings must be in the first stage"},
-      {{{"tok_embeddings", "layers.0", "norm"}, {"layers.1", "layers.2", "layers.3", "output"}},
+      {{{"tok_embeddings", "layers.0", "norm", "output"}, {"layers.1", "layers.2", "layers.3"}},
        "norm and output must be in the last stage"},
       {{{"tok_embeddings", "layers.0"}, {"layers.1", "layers.2", "layers.3", "final_norm"}},
        "stage 1: 'final_norm' is not a module of the model"},
+      {{{"tok_embeddings", "layers.0"}, {"layers.1", "layers.2", "layers.3", "layers.9"}},
+       "stage 1: layers.9 is past the model's 4 blocks (layers.0 .. layers.3)"},
+      {{{"tok_embeddings", "layers.0"}, {"layers.1", "layers.2", "layers.3", "norm"}},
+       "stage 1 holds norm without output"},
+      {{{"tok_embeddings", "layers.0", "layers.1"}, {}, {"layers.2", "layers.3", "norm",
+                                                         "output"}},
+       "stage 1 holds no module"},
   };
   for (const auto& [names, message] : bad) {
     PipelineSplit split;
