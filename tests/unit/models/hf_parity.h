@@ -1,5 +1,5 @@
 // Test helpers for the Hugging Face parity models under shared/data/models (stories260K,
-// llama3_tiny, qwen3_tiny): load a folder through the registered TrainSpec, measure logits,
+// llama3_tiny, qwen3_tiny, qwen3_moe_tiny): load a folder through the registered TrainSpec, measure logits,
 // loss and gradient norms, and compare with the float64 references in expected.json.
 #pragma once
 
@@ -17,6 +17,7 @@
 
 #include "titan/components/checkpoint/hf_folder.h"
 #include "titan/models/common/causal_lm.h"
+#include "titan/models/common/hf_adapter.h"
 #include "titan/train/train_spec.h"
 
 namespace titan::testing {
@@ -49,8 +50,7 @@ struct PromptResult {
 };
 
 /// Forward and backward of the mean next-token cross-entropy of `ids`.
-inline PromptResult run_prompt(models::CausalLM& model, const std::string& family,
-                               const std::vector<int64_t>& ids) {
+inline PromptResult run_prompt(models::CausalLM& model, const std::vector<int64_t>& ids) {
   model.zero_grad();
   const int64_t n = static_cast<int64_t>(ids.size());
   auto tokens = torch::tensor(ids, torch::kInt64).unsqueeze(0);                 // tokens: [1, n]
@@ -62,10 +62,12 @@ inline PromptResult run_prompt(models::CausalLM& model, const std::string& famil
   r.logits = logits.detach().to(torch::kFloat64);
   r.loss = loss.item<double>();
   double total = 0.0;
-  for (const auto& [name, param] : train::get_train_spec(family).to_hf(model)) {
-    const double norm = param.grad().to(torch::kFloat64).norm().item<double>();
-    r.grad_norms[name] = norm;
-    total += norm * norm;
+  for (const auto& item : model.named_parameters()) {
+    for (const auto& [name, grad] : models::hf_tensors(item.key(), item.value().grad())) {
+      const double norm = grad.to(torch::kFloat64).norm().item<double>();
+      r.grad_norms[name] = norm;
+      total += norm * norm;
+    }
   }
   r.grad_norm = std::sqrt(total);
   return r;

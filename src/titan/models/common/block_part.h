@@ -72,6 +72,8 @@ class AttentionPart : public BlockPart {
 class FeedForwardPart : public BlockPart {
  public:
   virtual torch::Tensor forward(const torch::Tensor& x) = 0;
+  /// The block's name for this part (TorchTitan's: "feed_forward", "moe" for experts).
+  virtual const char* slot_name() const { return "feed_forward"; }
 };
 
 }  // namespace titan::models

@@ -32,8 +32,31 @@ const std::map<std::string, std::string>& layer_names() {
       {"feed_forward.w3.weight", "mlp.up_proj.weight"},
       {"attention_norm.weight", "input_layernorm.weight"},
       {"ffn_norm.weight", "post_attention_layernorm.weight"},
+      {"moe.router.gate.weight", "mlp.gate.weight"},
+      {"moe.shared_experts.w1.weight", "mlp.shared_experts.gate_proj.weight"},
+      {"moe.shared_experts.w2.weight", "mlp.shared_experts.down_proj.weight"},
+      {"moe.shared_experts.w3.weight", "mlp.shared_experts.up_proj.weight"},
   };
   return names;
+}
+
+// The grouped experts' [E, ...] weights and the projection each expert's slice is in HF.
+const std::map<std::string, std::string>& expert_names() {
+  static const std::map<std::string, std::string> names = {
+      {"moe.experts.w1.weight", "gate_proj.weight"},
+      {"moe.experts.w2.weight", "down_proj.weight"},
+      {"moe.experts.w3.weight", "up_proj.weight"},
+  };
+  return names;
+}
+
+// "layers.{i}.rest" -> {i, rest}; nullopt for another name.
+std::optional<std::pair<std::string, std::string>> split_layer(const std::string& name) {
+  const std::string prefix = "layers.";
+  if (name.rfind(prefix, 0) != 0) return std::nullopt;
+  const auto dot = name.find('.', prefix.size());
+  if (dot == std::string::npos) return std::nullopt;
+  return std::make_pair(name.substr(prefix.size(), dot - prefix.size()), name.substr(dot + 1));
 }
 
 std::string shape_of(const torch::Tensor& t) {
@@ -108,6 +131,45 @@ std::optional<RopeScaling> rope_scaling(const nlohmann::json& config) {
   return r;
 }
 
+// Qwen3-MoE's keys: every layer a softmax top-k mixture of experts.
+MoEArgs moe_args(const nlohmann::json& config) {
+  if (get_int(config, "decoder_sparse_step", 1) != 1 ||
+      (has(config, "mlp_only_layers") && !config["mlp_only_layers"].empty())) {
+    throw CheckpointError(fmt::format("{}: dense layers among the experts (decoder_sparse_step "
+                                      "other than 1, or mlp_only_layers) are not supported",
+                                      where(config)));
+  }
+  if (has(config, "shared_expert_intermediate_size") &&
+      config["shared_expert_intermediate_size"] != 0) {
+    throw CheckpointError(fmt::format("{}: 'shared_expert_intermediate_size' (Qwen2-MoE's shared "
+                                      "expert) is not supported",
+                                      where(config)));
+  }
+  MoEArgs m;
+  m.num_experts = get_int(config, "num_experts", std::nullopt);
+  m.top_k = get_int(config, "num_experts_per_tok", std::nullopt);
+  m.hidden_dim = get_int(config, "moe_intermediate_size", std::nullopt);
+  m.route_norm = get_bool(config, "norm_topk_prob", false);
+  m.score_func = MoEArgs::ScoreFunc::Softmax;
+  return m;
+}
+
+// Qwen3-MoE's keys for `m`; throws CheckpointError for what that layout cannot describe.
+nlohmann::json moe_config(const MoEArgs& m) {
+  if (m.score_func != MoEArgs::ScoreFunc::Softmax || m.num_shared_experts > 0 ||
+      m.num_expert_groups > 0 || m.route_scale != 1.0 || m.score_before_experts) {
+    throw CheckpointError("only a softmax top-k mixture of experts without shared experts, "
+                          "groups, route_scale or score_before_experts has a Hugging Face "
+                          "(Qwen3-MoE) config");
+  }
+  return {{"num_experts", m.num_experts},
+          {"num_experts_per_tok", m.top_k},
+          {"moe_intermediate_size", m.hidden_dim},
+          {"norm_topk_prob", m.route_norm},
+          {"decoder_sparse_step", 1},
+          {"mlp_only_layers", nlohmann::json::array()}};
+}
+
 }  // namespace
 
 TransformerArgs args_from_hf_config(const nlohmann::json& config, bool qk_norm) {
@@ -140,6 +202,7 @@ TransformerArgs args_from_hf_config(const nlohmann::json& config, bool qk_norm) 
   a.rope_scaling = rope_scaling(config);
   a.tie_embeddings = get_bool(config, "tie_word_embeddings", false);
   a.qk_norm = qk_norm;
+  if (has(config, "num_experts")) a.moe = moe_args(config);
   return a;
 }
 
@@ -154,37 +217,44 @@ nlohmann::json hf_config_from_args(const TransformerArgs& args, const std::strin
                     {"high_freq_factor", r.high_freq_factor},
                     {"original_max_position_embeddings", r.original_max_position_embeddings}};
   }
-  return {{"architectures", {architecture}},
-          {"model_type", model_type},
-          {"hidden_size", args.dim},
-          {"intermediate_size", args.ffn_hidden()},
-          {"num_hidden_layers", args.n_layers},
-          {"num_attention_heads", args.n_heads},
-          {"num_key_value_heads", args.kv_heads()},
-          {"head_dim", args.head_size()},
-          {"vocab_size", args.vocab_size},
-          {"rms_norm_eps", args.norm_eps},
-          {"rope_theta", args.rope_theta},
-          {"rope_scaling", rope_scaling},
-          {"tie_word_embeddings", args.tie_embeddings},
-          {"hidden_act", "silu"},
-          {"attention_bias", false},
-          {"mlp_bias", false},
-          {"torch_dtype", "float32"}};
+  nlohmann::json config = {{"architectures", {architecture}},
+                            {"model_type", model_type},
+                            {"hidden_size", args.dim},
+                            {"intermediate_size", args.ffn_hidden()},
+                            {"num_hidden_layers", args.n_layers},
+                            {"num_attention_heads", args.n_heads},
+                            {"num_key_value_heads", args.kv_heads()},
+                            {"head_dim", args.head_size()},
+                            {"vocab_size", args.vocab_size},
+                            {"rms_norm_eps", args.norm_eps},
+                            {"rope_theta", args.rope_theta},
+                            {"rope_scaling", rope_scaling},
+                            {"tie_word_embeddings", args.tie_embeddings},
+                            {"hidden_act", "silu"},
+                            {"attention_bias", false},
+                            {"mlp_bias", false},
+                            {"torch_dtype", "float32"}};
+  if (args.moe) config.update(moe_config(*args.moe));
+  return config;
 }
 
-std::string hf_name(const std::string& name) {
+std::vector<std::pair<std::string, torch::Tensor>> hf_tensors(const std::string& name,
+                                                              const torch::Tensor& value) {
   if (auto it = top_level_names().find(name); it != top_level_names().end()) {
-    return it->second;
+    return {{it->second, value}};
   }
-  const std::string prefix = "layers.";
-  if (name.rfind(prefix, 0) == 0) {
-    const auto dot = name.find('.', prefix.size());
-    if (dot != std::string::npos) {
-      const std::string layer = name.substr(prefix.size(), dot - prefix.size());
-      if (auto it = layer_names().find(name.substr(dot + 1)); it != layer_names().end()) {
-        return "model.layers." + layer + "." + it->second;
+  if (const auto layer = split_layer(name)) {
+    const std::string hf_layer = "model.layers." + layer->first + ".";
+    if (auto it = layer_names().find(layer->second); it != layer_names().end()) {
+      return {{hf_layer + it->second, value}};
+    }
+    if (auto it = expert_names().find(layer->second); it != expert_names().end()) {
+      std::vector<std::pair<std::string, torch::Tensor>> out;
+      for (int64_t j = 0; j < value.size(0); ++j) {
+        out.emplace_back(fmt::format("{}mlp.experts.{}.{}", hf_layer, j, it->second),
+                         value.select(0, j));
       }
+      return out;
     }
   }
   throw CheckpointError(fmt::format("parameter '{}' has no Hugging Face name", name));
@@ -193,16 +263,13 @@ std::string hf_name(const std::string& name) {
 std::map<std::string, torch::Tensor> to_hf_state_dict(CausalLM& model) {
   std::map<std::string, torch::Tensor> out;
   for (const auto& item : model.named_parameters()) {
-    out.emplace(hf_name(item.key()), item.value());
+    for (auto& [name, view] : hf_tensors(item.key(), item.value())) out.emplace(name, view);
   }
   return out;
 }
 
 void load_hf_state_dict(CausalLM& model, const std::map<std::string, torch::Tensor>& hf) {
-  std::map<std::string, torch::Tensor> targets;  // HF name -> parameter
-  for (const auto& item : model.named_parameters()) {
-    targets.emplace(hf_name(item.key()), item.value());
-  }
+  const auto targets = to_hf_state_dict(model);  // HF name -> the parameter (or its slice)
   const bool tied = targets.count("lm_head.weight") == 0;
   std::vector<std::string> problems;
   for (const auto& [name, param] : targets) {
@@ -229,7 +296,7 @@ void load_hf_state_dict(CausalLM& model, const std::map<std::string, torch::Tens
                                       fmt::join(problems, "; ")));
   }
   torch::NoGradGuard no_grad;
-  for (auto& [name, param] : targets) {
+  for (const auto& [name, param] : targets) {
     param.copy_(hf.at(name));
   }
 }

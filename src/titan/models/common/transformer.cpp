@@ -58,7 +58,7 @@ Transformer::Transformer(const TransformerArgs& args, const torch::TensorOptions
   }
   std::vector<std::pair<std::string, std::shared_ptr<torch::nn::Module>>> blocks;
   for (int64_t i = part.first_layer; i < end; ++i) {
-    blocks.emplace_back(std::to_string(i), dense_block(i, args_, options).ptr());
+    blocks.emplace_back(std::to_string(i), transformer_block(i, args_, options).ptr());
   }
   layers = register_module("layers", torch::nn::ModuleDict(blocks));
   if (part.output) {
@@ -104,7 +104,7 @@ int64_t Transformer::flops_per_token(int64_t seq_len) {
     if (layers->contains(key)) {
       flops += layers[key]->as<TransformerBlockImpl>()->flops_per_token(seq_len);
     } else {  // another part's block, as this family builds it
-      flops += dense_block(i, args_, torch::TensorOptions().device(torch::kMeta))
+      flops += transformer_block(i, args_, torch::TensorOptions().device(torch::kMeta))
                    ->flops_per_token(seq_len);
     }
   }

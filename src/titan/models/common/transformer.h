@@ -23,7 +23,7 @@ class Transformer : public CausalLM {
   /// Parameters are allocated uninitialised (norms excepted: ones) with `options`' dtype and
   /// device; torch::kMeta gives a shape-only model for parameter and FLOP counts, or one that
   /// parallelisms shard before each rank allocates its pieces. Init rules are TorchTitan's:
-  /// tok_embeddings ~ N(0, 1); each block as dense_block's; norm to ones; output ~
+  /// tok_embeddings ~ N(0, 1); each block as transformer_block's; norm to ones; output ~
   /// trunc_normal(0, dim^-0.5) cut at +-3 std. When tied, the shared matrix gets the output
   /// rule (TorchTitan initialises the output last, overwriting the embedding's draw).
   /// `part` selects the pieces this model holds (the whole model by default).
@@ -48,7 +48,7 @@ class Transformer : public CausalLM {
   /// TorchTitan's count: every block's (its parts', block_part.h: 6 x parameters, + 12 x heads
   /// x head_dim x seq_len for attention) + 6 x the final norm and the output (with tied
   /// embeddings the shared matrix counts as the embedding). The whole model's, in any part:
-  /// its own blocks as they are, the others as dense_block builds them. Asked before
+  /// its own blocks as they are, the others as transformer_block builds them. Asked before
   /// parallelisms (they narrow the parts).
   int64_t flops_per_token(int64_t seq_len) override;
 
@@ -57,7 +57,7 @@ class Transformer : public CausalLM {
   const torch::Tensor& inv_freq() const { return inv_freq_; }
 
   Embedding tok_embeddings{nullptr};  // null in a part without the embedding
-  torch::nn::ModuleDict layers{nullptr};  // dense_block each, keyed by global layer id
+  torch::nn::ModuleDict layers{nullptr};  // transformer_block each, keyed by global layer id
   RMSNorm norm{nullptr};     // null in a part without the output
   Linear output{nullptr};    // null when args().tie_embeddings or in a part without the output
   /// Run on the final norm's output and on the logits (tensor parallelism: gather the

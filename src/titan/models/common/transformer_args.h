@@ -1,12 +1,14 @@
 // Hyper-parameters of the decoder-only Transformer shared by the llama3 and qwen3 families
-// (TorchTitan's TransformerModelArgs / Qwen3ModelArgs). Families define their flavors as values
-// of this struct; the Hugging Face adapter derives one from config.json.
+// (TorchTitan's TransformerModelArgs / Qwen3ModelArgs, with MoEArgs for Qwen3-MoE). Families
+// define their flavors as values of this struct; the Hugging Face adapter derives one from
+// config.json.
 #pragma once
 
 #include <cstdint>
 #include <optional>
 
 #include "titan/models/common/feed_forward.h"
+#include "titan/models/common/moe.h"
 #include "titan/models/common/rope.h"
 
 namespace titan::models {
@@ -29,12 +31,17 @@ struct TransformerArgs {
   bool qk_norm = false;        // per-head RMSNorm on q and k before RoPE (Qwen3)
   bool tie_embeddings = false;  // classifier = token embedding matrix
   bool depth_init = true;      // output projections' init std shrinks with layer depth
+  /// Mixture of experts in place of the SwiGLU from layer n_dense_layers on (Qwen3-MoE: every
+  /// layer; DeepSeek-V3: all but the first); none = a dense model.
+  std::optional<MoEArgs> moe;
+  int64_t n_dense_layers = 0;
 
   int64_t kv_heads() const { return n_kv_heads > 0 ? n_kv_heads : n_heads; }
   int64_t head_size() const { return head_dim > 0 ? head_dim : dim / n_heads; }
   int64_t ffn_hidden() const {
     return hidden_dim > 0 ? hidden_dim : ffn_hidden_dim(dim, multiple_of, ffn_dim_multiplier);
   }
+  bool is_moe_layer(int64_t layer_id) const { return moe && layer_id >= n_dense_layers; }
   RopeOptions rope() const { return RopeOptions{head_size(), rope_theta, rope_scaling}; }
 };
 

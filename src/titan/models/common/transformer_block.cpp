@@ -4,6 +4,7 @@
 
 #include "titan/models/common/attention.h"
 #include "titan/models/common/feed_forward.h"
+#include "titan/models/common/moe.h"
 
 namespace titan::models {
 namespace {
@@ -22,7 +23,7 @@ TransformerBlockImpl::TransformerBlockImpl(int64_t layer_id, int64_t dim, double
     : layer_id(layer_id),
       dim(dim),
       attention(register_module("attention", std::move(attention_part))),
-      feed_forward(register_module("feed_forward", std::move(feed_forward_part))),
+      feed_forward(register_module(feed_forward_part->slot_name(), feed_forward_part)),
       attention_norm(register_module("attention_norm", RMSNorm(dim, norm_eps, options))),
       ffn_norm(register_module("ffn_norm", RMSNorm(dim, norm_eps, options))) {}
 
@@ -53,8 +54,8 @@ std::vector<ElementwiseOp*> TransformerBlockImpl::recomputed_ops() {
   return ops;
 }
 
-TransformerBlock dense_block(int64_t layer_id, const TransformerArgs& args,
-                             const torch::TensorOptions& options) {
+TransformerBlock transformer_block(int64_t layer_id, const TransformerArgs& args,
+                                   const torch::TensorOptions& options) {
   AttentionOptions attn;
   attn.dim = args.dim;
   attn.n_heads = args.n_heads;
@@ -63,18 +64,28 @@ TransformerBlock dense_block(int64_t layer_id, const TransformerArgs& args,
   attn.qk_norm = args.qk_norm;
   attn.norm_eps = args.norm_eps;
   auto attention = std::make_shared<AttentionImpl>(attn, options);
-  auto feed_forward = std::make_shared<FeedForwardImpl>(args.dim, args.ffn_hidden(), options);
 
   const double depth = args.depth_init ? double(layer_id + 1) : double(args.n_layers);
   const auto in_rule = InitRule::trunc_normal(0.0, kInitStd, kTruncLow, kTruncHigh);
   const auto out_rule =
       InitRule::trunc_normal(0.0, kInitStd / std::sqrt(2.0 * depth), kTruncLow, kTruncHigh);
-  for (auto* m : {attention->wq.get(), attention->wk.get(), attention->wv.get(),
-                  feed_forward->w1.get()}) {
-    m->init = in_rule;
-  }
-  for (auto* m : {attention->wo.get(), feed_forward->w2.get(), feed_forward->w3.get()}) {
-    m->init = out_rule;
+  attention->wq->init = attention->wk->init = attention->wv->init = in_rule;
+  attention->wo->init = out_rule;
+  auto swiglu_init = [&](FeedForwardImpl& ffn) {
+    ffn.w1->init = in_rule;
+    ffn.w2->init = ffn.w3->init = out_rule;
+  };
+  std::shared_ptr<FeedForwardPart> feed_forward;
+  if (args.is_moe_layer(layer_id)) {
+    auto moe = std::make_shared<MoEImpl>(args.dim, *args.moe, options);
+    moe->experts->w1->init = in_rule;
+    moe->experts->w2->init = moe->experts->w3->init = moe->router->gate->init = out_rule;
+    if (moe->shared_experts) swiglu_init(*moe->shared_experts);
+    feed_forward = moe;
+  } else {
+    auto ffn = std::make_shared<FeedForwardImpl>(args.dim, args.ffn_hidden(), options);
+    swiglu_init(*ffn);
+    feed_forward = ffn;
   }
   return TransformerBlock(layer_id, args.dim, args.norm_eps, std::move(attention),
                           std::move(feed_forward), options);

@@ -1,7 +1,7 @@
 // One pre-norm decoder block: h = x + attention(attention_norm(x)), then
 // out = h + feed_forward(ffn_norm(h)). The attention and the feed-forward network are
-// replaceable parts (block_part.h): grouped-query attention and SwiGLU for Llama and Qwen3
-// (dense_block), other parts for other families. Submodule names follow TorchTitan's
+// replaceable parts (block_part.h): grouped-query attention with SwiGLU or a mixture of experts
+// (transformer_block), other parts for other families. Submodule names follow TorchTitan's
 // TransformerBlock.
 #pragma once
 
@@ -49,12 +49,13 @@ class TransformerBlockImpl : public torch::nn::Module {
 };
 TORCH_MODULE(TransformerBlock);
 
-/// Llama's and Qwen3's block `layer_id` of a model shaped by `args`: grouped-query attention
-/// (with q/k norms when args.qk_norm) and SwiGLU, parameters uninitialised on `options`'
-/// device, with TorchTitan's init rules: norms to ones; wq, wk, wv, w1 ~ trunc_normal(0, 0.02,
-/// [-2, 2]); wo, w2, w3 ~ trunc_normal(0, std, [-2, 2]) with std = 0.02 / sqrt(2 * (layer_id +
-/// 1)) when args.depth_init, else 0.02 / sqrt(2 * n_layers).
-TransformerBlock dense_block(int64_t layer_id, const TransformerArgs& args,
-                             const torch::TensorOptions& options);
+/// Block `layer_id` (0-based) of a model shaped by `args`: grouped-query attention (with q/k
+/// norms when args.qk_norm) and SwiGLU, or a mixture of experts when args.is_moe_layer;
+/// parameters uninitialised on `options`' device, with TorchTitan's init rules: norms to ones;
+/// wq, wk, wv, w1 (the experts' and the shared experts' too) ~ trunc_normal(0, 0.02, [-2, 2]);
+/// wo, w2, w3 and the router gate ~ trunc_normal(0, std, [-2, 2]) with std = 0.02 /
+/// sqrt(2 * (layer_id + 1)) when args.depth_init, else 0.02 / sqrt(2 * n_layers).
+TransformerBlock transformer_block(int64_t layer_id, const TransformerArgs& args,
+                                   const torch::TensorOptions& options);
 
 }  // namespace titan::models

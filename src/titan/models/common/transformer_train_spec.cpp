@@ -21,13 +21,13 @@ TransformerArgs find_flavor(const FlavorTable& table, const std::string& family,
 }
 
 train::TrainSpec transformer_train_spec(const std::string& family, const FlavorTable& flavors,
-                                        std::vector<std::string> hf_model_types,
-                                        const std::string& hf_architecture, bool qk_norm,
+                                        const HfModelTypes& hf_types, bool qk_norm,
                                         train::TrainSpec::ParallelizeFn parallelize) {
   train::TrainSpec spec;
   spec.name = family;
   for (const auto& [name, args] : flavors) spec.flavors.push_back(name);
-  spec.hf_model_types = std::move(hf_model_types);
+  spec.hf_model_types = {hf_types.dense_type};
+  if (!hf_types.moe_type.empty()) spec.hf_model_types.push_back(hf_types.moe_type);
   spec.build_part = [flavors, family](const std::string& flavor, torch::Device device,
                                       const PartRange& part) {
     return std::make_shared<Transformer>(find_flavor(flavors, family, flavor),
@@ -46,9 +46,10 @@ train::TrainSpec transformer_train_spec(const std::string& family, const FlavorT
   spec.build_from_hf = [qk_norm](const nlohmann::json& config) -> std::shared_ptr<CausalLM> {
     return std::make_shared<Transformer>(args_from_hf_config(config, qk_norm));
   };
-  spec.hf_config = [flavors, family, model_type = spec.hf_model_types.at(0),
-                    hf_architecture](const std::string& flavor) {
-    return hf_config_from_args(find_flavor(flavors, family, flavor), model_type, hf_architecture);
+  spec.hf_config = [flavors, family, hf_types](const std::string& flavor) {
+    const auto args = find_flavor(flavors, family, flavor);
+    return args.moe ? hf_config_from_args(args, hf_types.moe_type, hf_types.moe_architecture)
+                    : hf_config_from_args(args, hf_types.dense_type, hf_types.dense_architecture);
   };
   spec.to_hf = [](CausalLM& model) { return to_hf_state_dict(model); };
   spec.from_hf = [](CausalLM& model, const train::StateDict& hf) { load_hf_state_dict(model, hf); };

@@ -19,13 +19,19 @@ using FlavorTable = std::vector<std::pair<std::string, TransformerArgs>>;
 TransformerArgs find_flavor(const FlavorTable& table, const std::string& family,
                             const std::string& flavor);
 
+/// A family's Hugging Face config.json identity: model_type and architecture of its dense
+/// models, and of its mixture-of-experts ones (empty when it has none).
+struct HfModelTypes {
+  std::string dense_type, dense_architecture;  // "qwen3", "Qwen3ForCausalLM"
+  std::string moe_type, moe_architecture;      // "qwen3_moe", "Qwen3MoeForCausalLM"
+};
+
 /// A TrainSpec named `family` whose models are Transformers of `flavors`, or shaped by a
-/// Hugging Face config.json (args_from_hf_config with `qk_norm`) of one of `hf_model_types`.
-/// Exports write config.json as `hf_architecture` of hf_model_types[0] (hf_config_from_args).
-/// `parallelize` is the family's parallelize_<family>.
+/// Hugging Face config.json (args_from_hf_config with `qk_norm`) of one of `hf_types`' model
+/// types. Exports write config.json with the dense or the MoE identity, as the flavor is
+/// (hf_config_from_args). `parallelize` is the family's parallelize_<family>.
 train::TrainSpec transformer_train_spec(const std::string& family, const FlavorTable& flavors,
-                                        std::vector<std::string> hf_model_types,
-                                        const std::string& hf_architecture, bool qk_norm,
+                                        const HfModelTypes& hf_types, bool qk_norm,
                                         train::TrainSpec::ParallelizeFn parallelize);
 
 }  // namespace titan::models

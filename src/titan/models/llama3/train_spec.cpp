@@ -63,7 +63,7 @@ const FlavorTable& flavors() {
 }
 
 train::TrainSpec train_spec() {
-  return transformer_train_spec("llama3", flavors(), {"llama"}, "LlamaForCausalLM",
+  return transformer_train_spec("llama3", flavors(), {"llama", "LlamaForCausalLM", "", ""},
                                 /*qk_norm=*/false, parallelize_llama3);
 }
 

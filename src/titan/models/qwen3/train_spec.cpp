@@ -22,6 +22,23 @@ TransformerArgs qwen3(int64_t dim, int64_t n_layers, int64_t n_heads, int64_t n_
   return a;
 }
 
+// Every layer a softmax top-k mixture of experts with renormalised gates (Qwen3-MoE);
+// `dense_hidden` is Hugging Face's unused intermediate_size, kept so configs round-trip.
+TransformerArgs qwen3_moe(int64_t dim, int64_t n_layers, int64_t n_heads, int64_t n_kv_heads,
+                          int64_t experts, int64_t expert_hidden, int64_t dense_hidden,
+                          double rope_theta, int64_t vocab_size = 151936) {
+  TransformerArgs a = qwen3(dim, n_layers, n_heads, n_kv_heads, dense_hidden, false, vocab_size);
+  a.rope_theta = rope_theta;
+  MoEArgs m;
+  m.num_experts = experts;
+  m.hidden_dim = expert_hidden;
+  m.top_k = 8;
+  m.score_func = MoEArgs::ScoreFunc::Softmax;
+  m.route_norm = true;
+  a.moe = m;
+  return a;
+}
+
 }  // namespace
 
 const FlavorTable& flavors() {
@@ -33,12 +50,16 @@ const FlavorTable& flavors() {
       {"8B", qwen3(4096, 36, 32, 8, 12288, false)},
       {"14B", qwen3(5120, 40, 40, 8, 17408, false)},
       {"32B", qwen3(5120, 64, 64, 8, 25600, false)},
+      {"debugmodel_moe", qwen3_moe(256, 8, 16, 8, 64, 768, 3072, 1e6, 2048)},
+      {"30B-A3B", qwen3_moe(2048, 48, 32, 4, 128, 768, 6144, 1e6)},
+      {"235B-A22B", qwen3_moe(4096, 94, 64, 4, 128, 1536, 12288, 5e6)},
   };
   return table;
 }
 
 train::TrainSpec train_spec() {
-  return transformer_train_spec("qwen3", flavors(), {"qwen3"}, "Qwen3ForCausalLM",
+  return transformer_train_spec("qwen3", flavors(),
+                                {"qwen3", "Qwen3ForCausalLM", "qwen3_moe", "Qwen3MoeForCausalLM"},
                                 /*qk_norm=*/true, parallelize_qwen3);
 }
 

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include "support/process.h"
 #include "support/sharded_state.h"
@@ -24,6 +25,11 @@ namespace titan::components::checkpoint {
 namespace {
 
 namespace fs = std::filesystem;
+
+std::string file_bytes(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
 
 std::string shared_model(const std::string& name) {
   return std::string(TITAN_SHARED_DATA) + "/models/" + name;
@@ -72,7 +78,7 @@ class HfInterchange : public ::testing::Test {
 };
 
 TEST_F(HfInterchange, TinyModelsRoundTripUnchanged) {
-  for (const std::string name : {"llama3_tiny", "qwen3_tiny"}) {
+  for (const std::string name : {"llama3_tiny", "qwen3_tiny", "qwen3_moe_tiny"}) {
     SCOPED_TRACE(name);
     const auto original = load_hf_folder(shared_model(name));
     const auto type = original.config["model_type"].get<std::string>();
@@ -87,7 +93,9 @@ TEST_F(HfInterchange, TinyModelsRoundTripUnchanged) {
 
     const auto back = load_hf_folder(out);
     expect_same_tensors(original.state_dict, back.state_dict);
-    EXPECT_EQ(back.state_dict.count("lm_head.weight"), name == "llama3_tiny" ? 1u : 0u);  // tied
+    EXPECT_EQ(file_bytes(fs::path(out) / "model.safetensors"),
+              file_bytes(fs::path(shared_model(name)) / "model.safetensors"));
+    EXPECT_EQ(back.state_dict.count("lm_head.weight"), name == "qwen3_tiny" ? 0u : 1u);  // tied
     const auto back_args = models::args_from_hf_config(back.config, spec.name == "qwen3");
     EXPECT_EQ(models::hf_config_from_args(back_args, type, "x"),
               models::hf_config_from_args(args, type, "x"));

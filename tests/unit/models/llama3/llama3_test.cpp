@@ -26,7 +26,7 @@ void check_stories(torch::ScalarType dtype, double logit_tol, double rel_tol) {
   const std::string tag = std::string("stories260K ") + c10::toString(dtype);
   auto model = load_hf_model("stories260K", dtype);
   const auto ids = testing::json_ids(expected["prompt"]["input_ids"]);
-  auto r = testing::run_prompt(*model, "llama3", ids);
+  auto r = testing::run_prompt(*model, ids);
   double max_logit_err = 0.0;
   for (const auto& [pos, row] : expected["prompt"]["logits_first8"].items()) {
     for (int64_t v = 0; v < 8; ++v) {
@@ -57,7 +57,7 @@ void check_llama3_tiny(torch::ScalarType dtype, double logit_tol, double rel_tol
   const std::string tag = std::string("llama3_tiny ") + c10::toString(dtype);
   auto model = load_hf_model("llama3_tiny", dtype);
   const auto ids = testing::json_ids(expected["prompt"]["input_ids"]);
-  auto r = testing::run_prompt(*model, "llama3", ids);
+  auto r = testing::run_prompt(*model, ids);
   std::vector<double> flat;
   for (const auto& row : expected["prompt"]["logits"]) {
     for (double v : row) flat.push_back(v);
