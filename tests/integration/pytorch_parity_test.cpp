@@ -22,19 +22,18 @@
 #include <fstream>
 #include <regex>
 
+#include "support/checkpoint_files.h"
 #include "support/process.h"
 #include "support/skip.h"
 #include "support/training.h"
-#include "titan/components/checkpoint/checkpoint_metadata.h"
-#include "titan/components/checkpoint/shard_reader.h"
 #include "titan/components/checkpoint/safetensors.h"
 
 namespace titan {
 namespace {
 
 namespace fs = std::filesystem;
-namespace ckpt = components::checkpoint;
 using testing::CommandResult;
+using testing::read_checkpoint;
 using testing::run_command;
 
 constexpr double kTolerance = 1e-5;
@@ -89,22 +88,6 @@ std::string resolved_config(const fs::path& dir, const std::string& name,
                                    testing::shakespeare(), args, path));
   EXPECT_EQ(r.exit_code, 0) << r.output;
   return path;
-}
-
-// The full tensors of one section of a titan checkpoint folder.
-components::TensorMap read_checkpoint(const fs::path& dir, const std::string& section) {
-  const auto metadata = ckpt::read_metadata(dir.string());
-  ckpt::ShardedStateDict pieces;
-  for (const auto& [name, record] : metadata.sections.at(section)) {
-    ckpt::ShardedTensor piece;
-    piece.local = torch::zeros(record.global_shape, torch::kFloat32);
-    piece.global_shape = record.global_shape;
-    pieces.emplace(name, piece);
-  }
-  ckpt::read_sections(dir.string(), metadata, {{section, &pieces}});
-  components::TensorMap out;
-  for (auto& [name, piece] : pieces) out[name] = piece.local;
-  return out;
 }
 
 std::vector<nlohmann::json> read_jsonl(const fs::path& path) {

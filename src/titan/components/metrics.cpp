@@ -56,6 +56,9 @@ void MetricsLogger::record(const StepMetrics& m) {
                       {"step_time_s", m.step_time_s},
                       {"data_time_s", m.data_time_s},
                       {"cpu_threads", m.cpu_threads}};
+  for (const auto& load : m.expert_loads) {
+    j["expert_load"][std::to_string(load.layer)] = {{"max", load.max}, {"min", load.min}};
+  }
   *jsonl_ << j.dump() << "\n";
   jsonl_->flush();
 }

@@ -7,8 +7,16 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace titan::components {
+
+/// One MoE layer's load over a step: its busiest and idlest expert's tokens over the mean.
+struct ExpertLoad {
+  int64_t layer = 0;
+  double max = 0;
+  double min = 0;
+};
 
 struct StepMetrics {
   int64_t step = 0;
@@ -32,6 +40,7 @@ struct StepMetrics {
   double step_time_s = 0;   // mean seconds per step since the last record
   double data_time_s = 0;   // mean seconds per step spent loading data
   int64_t cpu_threads = 0;  // intra-op threads at the record (they follow the free cores)
+  std::vector<ExpertLoad> expert_loads;  // every MoE layer's, in the recorded step
 };
 
 /// "step: 10  loss: 5.1234  grad_norm: 1.2345  memory: 1.23GiB(4.56%)  tps: 12,345
@@ -41,7 +50,8 @@ std::string format_step_line(const StepMetrics& m);
 /// Writes step lines to the log and, when `jsonl_path` is non-empty, one JSON object per
 /// record to it (keys step, loss, grad_norm, lr, tps, tflops, mfu (null when unknown),
 /// memory_gib, max_active_gib, max_reserved_gib, num_alloc_retries, num_ooms, tokens_seen,
-/// consumed_samples, step_time_s, data_time_s, cpu_threads). A resumed run appends.
+/// consumed_samples, step_time_s, data_time_s, cpu_threads; for MoE models expert_load:
+/// {"<layer>": {"max": .., "min": ..}}). A resumed run appends.
 class MetricsLogger {
  public:
   explicit MetricsLogger(const std::string& jsonl_path);

@@ -2,6 +2,7 @@
 
 #include <map>
 
+#include "titan/models/common/recompute.h"
 #include "titan/models/common/transformer_block.h"
 #include "titan/models/common/weight_module.h"
 #include "titan/platform/autograd_state.h"
@@ -45,6 +46,7 @@ struct CheckpointFn : public torch::autograd::Function<CheckpointFn> {
     torch::Tensor out;
     {
       torch::AutoGradMode enable(true);
+      models::RecomputeScope recompute;
       out = state->forward(inputs[0]);
     }
     for (size_t i = 0; i < state->modules.size(); ++i) state->modules[i]->weight = previous[i];

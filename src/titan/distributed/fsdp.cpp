@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 
+#include "titan/models/common/transformer_block.h"
 #include "titan/platform/autograd_state.h"
 
 namespace titan::distributed {

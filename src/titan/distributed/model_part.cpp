@@ -41,6 +41,7 @@ void ModelPart::init_weights(torch::Device device, uint64_t seed) {
   torch::NoGradGuard no_grad;
   auto params = parameters();
   for (const auto& p : params) materialize(p, device);
+  for (const auto& b : model_->buffers()) materialize(b, device);  // MoE expert biases: zeros
   auto modules = models::weight_modules_by_name(*model_);
   for (auto& [name, piece] : state(params, "", /*loading=*/true)) {
     models::init_rows(piece.local, piece.row_offset, name, modules.at(name)->init, seed);

@@ -37,7 +37,8 @@ class ModelPart {
 
   /// Allocates this rank's pieces of every parameter on `device` (zeros, so FSDP's padding
   /// rows stay zero) and fills them with the model's init rules from `seed`: the same full
-  /// weights under every layout (models/common/init.h). Collective over the tp group.
+  /// weights under every layout (models/common/init.h); buffers (MoE expert biases) start as
+  /// zeros on `device`. Collective over the tp group.
   void init_weights(torch::Device device, uint64_t seed);
 
   /// The tensors the optimizer updates (FSDP shards), in a fixed order.

@@ -135,6 +135,9 @@ void Trainer::setup_model() {
     parts.push_back(&part);
   }
   forward_backward_->attach(parts);
+  std::vector<models::CausalLM*> models;
+  for (auto* part : parts) models.push_back(&part->model());
+  load_balancer_ = std::make_unique<components::ExpertLoadBalancer>(models, mesh_);
   compute_dtype_ = model_parts_.front()->compute_dtype();
   log::info("Compute dtype {}, gradient reduction float32, activation checkpointing '{}'",
             compute_dtype_ == torch::kBFloat16 ? "bfloat16" : "float32",
@@ -270,6 +273,7 @@ Trainer::StepResult Trainer::train_step(int64_t step) {
   consumed_samples_ += data_->layout().global_batch_size();
   for (auto& part : model_parts_) part->finish_backward();
   r.grad_norm = clip_gradients();
+  load_balancer_->step();
   optimizer_->step(scheduler_->lr_at(step));
   auto loss_t = torch::tensor({local_loss}, torch::kDouble);
   mesh_["loss"]->all_reduce_(loss_t, distributed::ReduceOp::Sum, "loss all-reduce");
@@ -324,7 +328,9 @@ components::checkpoint::ShardedStateDict Trainer::global_pieces(
 }
 
 components::checkpoint::ShardedStateDict Trainer::model_state(bool loading) {
-  return global_pieces(params_, "", loading);
+  auto state = global_pieces(params_, "", loading);
+  state.merge(load_balancer_->state(loading));
+  return state;
 }
 
 components::checkpoint::ShardedStateDict Trainer::optimizer_state(bool loading) {
@@ -340,6 +346,7 @@ int64_t Trainer::resume() {
   nlohmann::json state = {{"train_state", {{"step", 0}, {"optimizer_steps", 0}}}};
   auto loaded = checkpoint_->load(model, optimizer, state);
   for (auto& part : model_parts_) part->finish_load();
+  load_balancer_->finish_load();
   if (!loaded) return 1;
   if (loaded->model_only) {
     log::info("Loaded model weights from {}; training starts at step 1", loaded->path);
@@ -437,6 +444,7 @@ void Trainer::train() {
     m.tokens_seen = consumed_samples_ * t.seq_len;
     m.consumed_samples = consumed_samples_;
     m.cpu_threads = threads_.threads();
+    m.expert_loads = load_balancer_->loads();
     metrics_->record(m);
     window_start = Clock::now();
     window_data = 0;

@@ -1,5 +1,6 @@
 // The training loop (TorchTitan's train.py): builds everything from the job config in a fixed
-// order, then runs train_step: next batch(es), forward-backward, gradient sync, clip, step, log.
+// order, then runs train_step: next batch(es), forward-backward, gradient sync, clip, expert
+// load balancing, step, log.
 #pragma once
 
 #include <torch/torch.h>
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "titan/components/checkpoint/checkpoint_manager.h"
+#include "titan/components/load_balancing.h"
 #include "titan/components/lr_scheduler.h"
 #include "titan/components/metrics.h"
 #include "titan/components/optimizer.h"
@@ -108,6 +110,7 @@ class Trainer {
   std::unique_ptr<components::data::DataLoader> data_;
   std::unique_ptr<components::Adam> optimizer_;
   std::unique_ptr<components::LrScheduler> scheduler_;
+  std::unique_ptr<components::ExpertLoadBalancer> load_balancer_;  // MoE layers' expert biases
   std::unique_ptr<components::MetricsLogger> metrics_;
   std::unique_ptr<components::checkpoint::CheckpointManager> checkpoint_;
   int64_t flops_per_token_ = 0;

@@ -47,10 +47,12 @@ void check_model_type(const train::TrainSpec& spec, const nlohmann::json& config
   }
 }
 
-// Every parameter of `model` as a whole piece.
-ShardedStateDict whole_params(models::CausalLM& model) {
+// Every parameter and buffer (MoE expert biases) of `model` as a whole piece: what a
+// checkpoint's model section holds.
+ShardedStateDict whole_state(models::CausalLM& model) {
   ShardedStateDict out;
   for (const auto& item : model.named_parameters()) out.emplace(item.key(), whole(item.value()));
+  for (const auto& item : model.named_buffers()) out.emplace(item.key(), whole(item.value()));
   return out;
 }
 
@@ -83,7 +85,7 @@ void export_checkpoint_to_hf(const std::string& step_dir, const std::string& out
   const CheckpointMetadata metadata = read_metadata(step_dir);
   const train::TrainSpec& spec = train::get_train_spec(metadata.model.family);
   auto model = spec.build(metadata.model.flavor);
-  ShardedStateDict pieces = whole_params(*model);
+  ShardedStateDict pieces = whole_state(*model);
   read_sections(step_dir, metadata, {{"model", &pieces}});
   nlohmann::json config = spec.hf_config(metadata.model.flavor);
   config["torch_dtype"] = export_dtype_name(options.dtype);
@@ -134,7 +136,7 @@ ModelIdentity import_hf_to_checkpoint(const std::string& hf_dir, const std::stri
                                       identity.flavor, difference));
   }
   spec.from_hf(*model, folder.state_dict);
-  const ShardedStateDict pieces = whole_params(*model);
+  const ShardedStateDict pieces = whole_state(*model);
   const std::string tmp = step_dir + ".tmp";
   fs::remove_all(tmp);
   fs::create_directories(tmp);

@@ -5,6 +5,8 @@
 #include <limits>
 
 #include "titan/errors.h"
+#include "titan/models/common/grouped_linear.h"
+#include "titan/models/common/recompute.h"
 
 namespace titan::models {
 namespace {
@@ -100,19 +102,11 @@ GroupedExpertsImpl::GroupedExpertsImpl(int64_t dim, int64_t hidden_dim, int64_t 
 
 torch::Tensor GroupedExpertsImpl::forward(const torch::Tensor& x,
                                           const std::vector<int64_t>& counts) {
-  std::vector<torch::Tensor> outputs;
-  int64_t start = 0;
-  for (int64_t e = 0; e < num_experts; ++e) {
-    if (counts[e] == 0) continue;
-    auto xe = x.narrow(0, start, counts[e]);  // xe: [n_e, dim]
-    auto hidden = gate({torch::linear(xe, w1->weight[e]), torch::linear(xe, w3->weight[e])},
-                       [](const std::vector<torch::Tensor>& in) {
-                         return torch::silu(in[0]) * in[1];  // [n_e, hidden]
-                       });
-    outputs.push_back(torch::linear(hidden, w2->weight[e]));  // [n_e, dim]
-    start += counts[e];
-  }
-  return outputs.empty() ? x.new_zeros(x.sizes()) : torch::cat(outputs);  // [N, dim]
+  auto hidden = gate({grouped_linear(x, w1->weight, counts), grouped_linear(x, w3->weight, counts)},
+                     [](const std::vector<torch::Tensor>& in) {
+                       return torch::silu(in[0]) * in[1];  // [N, hidden]
+                     });
+  return grouped_linear(hidden, w2->weight, counts);  // [N, dim]
 }
 
 MoEImpl::MoEImpl(int64_t dim, const MoEArgs& moe_args, const torch::TensorOptions& options)
@@ -125,12 +119,10 @@ MoEImpl::MoEImpl(int64_t dim, const MoEArgs& moe_args, const torch::TensorOption
     shared_experts = register_module(
         "shared_experts", FeedForward(dim, args.hidden_dim * args.num_shared_experts, options));
   }
-  const auto counter_options = options.dtype(torch::kFloat32);
   if (args.load_balance_coeff > 0.0) {
-    expert_bias = register_buffer("expert_bias", torch::zeros({args.num_experts}, counter_options));
+    expert_bias = register_buffer("expert_bias",
+                                  torch::zeros({args.num_experts}, options.dtype(torch::kFloat32)));
   }
-  tokens_per_expert =
-      register_buffer("tokens_per_expert", torch::zeros({args.num_experts}, counter_options));
 }
 
 torch::Tensor MoEImpl::forward(const torch::Tensor& x) {
@@ -140,9 +132,12 @@ torch::Tensor MoEImpl::forward(const torch::Tensor& x) {
   auto chosen = routing.experts.reshape({-1});              // [N = T K], token-major
   auto by_expert = torch::argsort(chosen, /*stable=*/true);  // [N]: the copies sorted by expert
   auto counts = torch::bincount(chosen, {}, args.num_experts);  // [E]
-  if (is_training()) {
+  if (is_training() && !is_recomputing()) {
     torch::NoGradGuard no_grad;
-    tokens_per_expert.add_(counts.to(tokens_per_expert.scalar_type()));
+    if (!tokens_per_expert.defined()) {
+      tokens_per_expert = torch::zeros({args.num_experts}, counts.options().dtype(torch::kFloat32));
+    }
+    tokens_per_expert.add_(counts);
   }
   auto routed = tokens.index_select(0, by_expert.div(k, "floor"));  // routed: [N, dim]
   if (args.score_before_experts) {

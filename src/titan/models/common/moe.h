@@ -96,13 +96,13 @@ TORCH_MODULE(GroupedExperts);
 
 class MoEImpl : public FeedForwardPart {
  public:
-  /// Parameters uninitialised; expert_bias (when args.load_balance_coeff > 0) and
-  /// tokens_per_expert are float32 zeros on `options`' device. Throws as validate(args).
+  /// Parameters uninitialised; expert_bias (when args.load_balance_coeff > 0) float32 zeros on
+  /// `options`' device. Throws as validate(args).
   MoEImpl(int64_t dim, const MoEArgs& args, const torch::TensorOptions& options);
 
   /// x: [B, S, dim] -> [B, S, dim]: the routed experts' outputs weighted by their gates, plus
   /// the shared experts'. In training mode, adds the tokens each expert received to
-  /// tokens_per_expert.
+  /// tokens_per_expert (not again when activation checkpointing recomputes the forward).
   torch::Tensor forward(const torch::Tensor& x) override;
 
   /// None: the experts are not split by tensor parallelism.
@@ -124,8 +124,12 @@ class MoEImpl : public FeedForwardPart {
   TokenChoiceRouter router{nullptr};
   GroupedExperts experts{nullptr};
   FeedForward shared_experts{nullptr};  // null without shared experts
-  torch::Tensor expert_bias;            // [E] float32 buffer, undefined when balancing is off
-  torch::Tensor tokens_per_expert;      // [E] float32 buffer, not saved
+  /// [E] float32 buffer (checkpointed), added to the scores to choose experts; undefined when
+  /// balancing is off. The load balancer (components/load_balancing.h) updates it.
+  torch::Tensor expert_bias;
+  /// [E] float32 tokens routed to each expert since the load balancer last read them, on the
+  /// device of the forward (undefined before the first training forward; not checkpointed).
+  torch::Tensor tokens_per_expert;
 };
 TORCH_MODULE(MoE);
 

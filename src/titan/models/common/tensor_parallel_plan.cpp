@@ -5,6 +5,7 @@
 #include "titan/errors.h"
 #include "titan/models/common/attention.h"
 #include "titan/models/common/feed_forward.h"
+#include "titan/models/common/moe.h"
 #include "titan/models/common/transformer_block.h"
 
 namespace titan::models {
@@ -38,6 +39,13 @@ void apply_to_feed_forward(FeedForwardImpl& ffn, distributed::TensorParallel& tp
   region_hooks(ffn.hooks, tp);
 }
 
+// The experts are replicated, not split: each rank routes and computes the tokens it holds,
+// which under sequence parallelism are its own sequence shard (the weights' gradients are then
+// partial sums over the group's shards).
+void apply_to_moe(MoEImpl& moe, distributed::TensorParallel& tp) {
+  for (auto* m : weight_modules(moe)) tp.replicate(*m, tp.options().sequence_parallel);
+}
+
 [[noreturn]] void no_plan_for(const BlockPart& part, int64_t layer) {
   throw ConfigError(fmt::format("tensor parallelism has no plan for layers.{}'s {}: set "
                                 "parallelism.tensor_parallel_degree = 1 for this model",
@@ -56,6 +64,8 @@ void apply_to_block(TransformerBlockImpl& block, distributed::TensorParallel& tp
   }
   if (auto* ffn = block.feed_forward->as<FeedForwardImpl>()) {
     apply_to_feed_forward(*ffn, tp);
+  } else if (auto* moe = block.feed_forward->as<MoEImpl>()) {
+    apply_to_moe(*moe, tp);
   } else {
     no_plan_for(*block.feed_forward, block.layer_id);
   }

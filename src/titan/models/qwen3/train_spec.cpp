@@ -39,6 +39,15 @@ TransformerArgs qwen3_moe(int64_t dim, int64_t n_layers, int64_t n_heads, int64_
   return a;
 }
 
+// titan's own CI size of debugmodel_moe (not a TorchTitan flavor): 2 layers, 4/2 heads of 64,
+// 8 experts of width 128, top 2, so that layout tests train in seconds on 2 CPU cores.
+TransformerArgs debugmodel_moe_small() {
+  TransformerArgs a = qwen3_moe(256, 2, 4, 2, 8, 128, 768, 1e6, 2048);
+  a.head_dim = 64;
+  a.moe->top_k = 2;
+  return a;
+}
+
 }  // namespace
 
 const FlavorTable& flavors() {
@@ -53,6 +62,7 @@ const FlavorTable& flavors() {
       {"debugmodel_moe", qwen3_moe(256, 8, 16, 8, 64, 768, 3072, 1e6, 2048)},
       {"30B-A3B", qwen3_moe(2048, 48, 32, 4, 128, 768, 6144, 1e6)},
       {"235B-A22B", qwen3_moe(4096, 94, 64, 4, 128, 1536, 12288, 5e6)},
+      {"debugmodel_moe_small", debugmodel_moe_small()},
   };
   return table;
 }

@@ -12,7 +12,8 @@ namespace titan::models::qwen3 {
 
 /// debugmodel (dim 256, 8 layers, 16/8 heads, FFN 3072, vocab 2048), 0.6B, 1.7B, 4B (tied),
 /// 8B, 14B, 32B (untied); MoE: debugmodel_moe (debugmodel's attention, 64 experts of width 768,
-/// top 8), 30B-A3B, 235B-A22B. Real flavors use the 151,936-token vocabulary.
+/// top 8), 30B-A3B, 235B-A22B, and titan's CI-sized debugmodel_moe_small (2 layers, 8 experts,
+/// top 2). Real flavors use the 151,936-token vocabulary.
 const FlavorTable& flavors();
 
 /// The spec registered as "qwen3" (Hugging Face model_type "qwen3" or "qwen3_moe").

@@ -69,7 +69,8 @@ TEST(Qwen3Flavors, SizesMatchTheReleasedModels) {
   const auto& spec = train::get_train_spec("qwen3");
   EXPECT_EQ(spec.flavors,
             (std::vector<std::string>{"debugmodel", "0.6B", "1.7B", "4B", "8B", "14B", "32B",
-                                      "debugmodel_moe", "30B-A3B", "235B-A22B"}));
+                                      "debugmodel_moe", "30B-A3B", "235B-A22B",
+                                      "debugmodel_moe_small"}));
   // 0.6B by hand (tied): per layer q 2048 x 1024, k, v 1024 x 1024, o 1024 x 2048, q/k norms
   // 128 each, FFN 3 x 1024 x 3072, two norms; plus one 151936 x 1024 embedding, final norm.
   const int64_t layer_06 = 2 * 2048 * 1024 + 2 * 1024 * 1024 + 256 + 3 * 1024 * 3072 + 2 * 1024;

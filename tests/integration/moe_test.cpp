@@ -1,0 +1,97 @@
+// A mixture-of-experts model is validated as users validate a layout: Qwen3-MoE (titan's
+// CI-sized debugmodel_moe_small: 2 layers of 8 experts, top 2, load balancing at 1e-3) in fp32
+// with tokens per step held fixed (global batch 8 x seq_len 32), 20 steps, against the FSDP 2
+// baseline through `titan compare --rtol 1e-4` and within 1e-5 per step: 1 rank, TP 2 x FSDP 2
+// (experts replicated, each rank routing its sequence shard), TP 2 without sequence
+// parallelism (every rank routing every token), PP 2, and full activation
+// checkpointing (which must not count tokens twice: the same biases, hence the same curves).
+// The routing depends on the expert biases, so a layout that balanced on the wrong counts, or
+// kept different biases on different ranks, leaves the baseline. The biases are model state: a
+// stopped and resumed run continues bit for bit and saves the same biases.
+#include <gtest/gtest.h>
+
+#include "support/checkpoint_files.h"
+#include "support/training.h"
+
+namespace titan {
+namespace {
+
+using testing::TrainRun;
+
+const std::string kModel =
+    "--module qwen3 --config qwen3_moe_debugmodel --model.flavor debugmodel_moe_small "
+    "--training.seq_len 32 --training.global_batch_size 8 --lr_scheduler.warmup_steps 2 ";
+
+TrainRun run(int ngpu, const std::string& args, int steps = 20) {
+  auto r = testing::train("OMP_NUM_THREADS=1 NGPU=" + std::to_string(ngpu),
+                          kModel + "--training.steps " + std::to_string(steps) + " " + args);
+  EXPECT_EQ(r.command.exit_code, 0) << r.command.output;
+  EXPECT_EQ(r.records.size(), static_cast<size_t>(steps)) << r.command.output;
+  return r;
+}
+
+void expect_matches_baseline(const TrainRun& fsdp, const TrainRun& other, const std::string& what) {
+  testing::expect_compare_passes(fsdp, other, what);
+  testing::expect_same_curves(fsdp, other, 1e-5, what);
+}
+
+TEST(MoeLayouts, TrainAndMatchTheFsdpBaseline) {
+  auto fsdp = run(2, "--training.local_batch_size 4");
+  const auto losses = fsdp.losses();
+  EXPECT_LT(losses.back(), 0.8 * losses.front()) << "the loss falls";
+  for (const auto& record : fsdp.records) {
+    ASSERT_TRUE(record.contains("expert_load")) << record.dump();
+    for (const char* layer : {"0", "1"}) {
+      const auto& load = record["expert_load"][layer];
+      EXPECT_GE(load["max"].get<double>(), 1.0);
+      EXPECT_LE(load["min"].get<double>(), 1.0);
+    }
+  }
+  expect_matches_baseline(fsdp, run(1, "--training.local_batch_size 8"), "1 rank");
+  expect_matches_baseline(fsdp,
+                          run(4, "--training.local_batch_size 4 "
+                                 "--parallelism.tensor_parallel_degree 2"),
+                          "TP 2 x FSDP 2");
+  expect_matches_baseline(fsdp,
+                          run(2, "--training.local_batch_size 8 "
+                                 "--parallelism.tensor_parallel_degree 2 "
+                                 "--parallelism.disable_sequence_parallel"),
+                          "TP 2 without sequence parallelism");
+  expect_matches_baseline(fsdp,
+                          run(2, "--training.local_batch_size 8 "
+                                 "--parallelism.pipeline_parallel_degree 2 "
+                                 "--parallelism.pipeline_parallel_schedule 1F1B"),
+                          "PP 2");
+  auto full_ac = run(2, "--training.local_batch_size 4 --activation_checkpoint.mode full");
+  testing::expect_same_curves(fsdp, full_ac, 0.0, "full activation checkpointing");
+  EXPECT_EQ(full_ac.records.back()["expert_load"], fsdp.records.back()["expert_load"]);
+}
+
+TEST(MoeCheckpoint, ExpertBiasesResumeBitExactly) {
+  const std::string args = "--training.local_batch_size 4 --lr_scheduler.decay_ratio 0 "
+                           "--checkpoint.enable --checkpoint.interval 3 ";
+  auto straight = run(2, args, 6);
+  const auto dump = testing::make_temp_dir("titan_moe_resume");
+  auto first = testing::run_command("OMP_NUM_THREADS=1 NGPU=2 " + testing::titan_binary() +
+                                    " launch " + kModel + args + "--training.steps 3 " +
+                                    "--training.dataset_path " + testing::shakespeare() +
+                                    " --metrics.log_freq 1 --job.dump_folder " + dump.string());
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  auto resumed = testing::run_command("OMP_NUM_THREADS=1 NGPU=2 " + testing::titan_binary() +
+                                      " launch " + kModel + args + "--training.steps 6 " +
+                                      "--training.dataset_path " + testing::shakespeare() +
+                                      " --metrics.log_freq 1 --job.dump_folder " + dump.string());
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
+  EXPECT_NE(resumed.output.find("Resumed from"), std::string::npos) << resumed.output;
+  const auto a = testing::read_checkpoint(straight.dump / "checkpoint" / "step-6", "model");
+  const auto b = testing::read_checkpoint(dump / "checkpoint" / "step-6", "model");
+  for (const char* name : {"layers.0.moe.expert_bias", "layers.1.moe.expert_bias"}) {
+    ASSERT_TRUE(a.count(name) && b.count(name)) << name;
+    EXPECT_GT(a.at(name).abs().max().item<float>(), 0.f) << name << " moved";
+    EXPECT_TRUE(torch::equal(a.at(name), b.at(name))) << name;
+  }
+  for (const auto& [name, tensor] : a) EXPECT_TRUE(torch::equal(tensor, b.at(name))) << name;
+}
+
+}  // namespace
+}  // namespace titan
