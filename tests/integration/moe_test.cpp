@@ -6,8 +6,9 @@
 // parallelism (every rank routing every token), PP 2, and full activation
 // checkpointing (which must not count tokens twice: the same biases, hence the same curves).
 // The routing depends on the expert biases, so a layout that balanced on the wrong counts, or
-// kept different biases on different ranks, leaves the baseline. The biases are model state: a
-// stopped and resumed run continues bit for bit and saves the same biases.
+// kept different biases on different ranks, leaves the baseline. DeepSeek-V3's debug flavor
+// under TP 2 x FSDP 2 and PP 2 likewise. The biases are model state: a stopped and resumed run
+// continues bit for bit and saves the same biases.
 #include <gtest/gtest.h>
 
 #include "support/checkpoint_files.h"
@@ -18,13 +19,16 @@ namespace {
 
 using testing::TrainRun;
 
-const std::string kModel =
-    "--module qwen3 --config qwen3_moe_debugmodel --model.flavor debugmodel_moe_small "
+const std::string kShape =
     "--training.seq_len 32 --training.global_batch_size 8 --lr_scheduler.warmup_steps 2 ";
+const std::string kModel = "--module qwen3 --config qwen3_moe_debugmodel "
+                           "--model.flavor debugmodel_moe_small " + kShape;
+const std::string kDeepseek = "--module deepseek_v3 --config deepseek_v3_debugmodel " + kShape;
 
-TrainRun run(int ngpu, const std::string& args, int steps = 20) {
+TrainRun run(int ngpu, const std::string& args, int steps = 20,
+             const std::string& model = kModel) {
   auto r = testing::train("OMP_NUM_THREADS=1 NGPU=" + std::to_string(ngpu),
-                          kModel + "--training.steps " + std::to_string(steps) + " " + args);
+                          model + "--training.steps " + std::to_string(steps) + " " + args);
   EXPECT_EQ(r.command.exit_code, 0) << r.command.output;
   EXPECT_EQ(r.records.size(), static_cast<size_t>(steps)) << r.command.output;
   return r;
@@ -65,6 +69,23 @@ TEST(MoeLayouts, TrainAndMatchTheFsdpBaseline) {
   auto full_ac = run(2, "--training.local_batch_size 4 --activation_checkpoint.mode full");
   testing::expect_same_curves(fsdp, full_ac, 0.0, "full activation checkpointing");
   EXPECT_EQ(full_ac.records.back()["expert_load"], fsdp.records.back()["expert_load"]);
+}
+
+// DeepSeek-V3's debug flavor (MLA without a q latent, YaRN, 1 dense + 5 MoE layers, softmax top
+// 3 of 8, 2 shared experts): TP 2 x FSDP 2 (MLA's heads split) and PP 2 follow FSDP 2.
+TEST(MoeLayouts, DeepseekV3TrainsAndMatchesTheFsdpBaseline) {
+  auto fsdp = run(2, "--training.local_batch_size 4", 20, kDeepseek);
+  EXPECT_LT(fsdp.losses().back(), 0.8 * fsdp.losses().front()) << "the loss falls";
+  EXPECT_EQ(fsdp.records.back()["expert_load"].size(), 5u);
+  expect_matches_baseline(fsdp,
+                          run(4, "--training.local_batch_size 4 "
+                                 "--parallelism.tensor_parallel_degree 2", 20, kDeepseek),
+                          "deepseek_v3 TP 2 x FSDP 2");
+  expect_matches_baseline(fsdp,
+                          run(2, "--training.local_batch_size 8 "
+                                 "--parallelism.pipeline_parallel_degree 2 "
+                                 "--parallelism.pipeline_parallel_schedule 1F1B", 20, kDeepseek),
+                          "deepseek_v3 PP 2");
 }
 
 TEST(MoeCheckpoint, ExpertBiasesResumeBitExactly) {

@@ -7,6 +7,7 @@
 
 #include "titan/distributed/parallelize.h"
 #include "titan/errors.h"
+#include "titan/models/common/moe.h"
 #include "titan/models/common/transformer_block.h"
 
 namespace titan::tools {
@@ -123,6 +124,13 @@ LayoutPlan plan_layout(models::CausalLM& model, const config::JobConfig& job,
     }
   }
   plan.root_unit_params = units.back().tp_params;
+  for (const auto& block : model.blocks()) {
+    if (auto* moe = block.module->feed_forward->as<models::MoEImpl>()) {
+      for (const auto& p : moe->experts->parameters()) {
+        plan.expert_params_per_rank += ceil_div(p.numel(), fsdp);
+      }
+    }
+  }
 
   MemoryEstimate& m = plan.memory;
   m.params = static_cast<double>(plan.params_per_rank) * kFp32;

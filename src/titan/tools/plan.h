@@ -46,6 +46,9 @@ struct LayoutPlan {
   /// embedding and output, divided by tp; norm weights replicated) and FSDP (every parameter
   /// divided by dp_shard x cp).
   int64_t params_per_rank = 0;
+  /// Of them, the routed experts' (mixture-of-experts layers; replicated across tp, sharded by
+  /// FSDP on the expert dimension).
+  int64_t expert_params_per_rank = 0;
   /// Parameters after tensor parallelism of FSDP's root unit (embedding, final norm, output;
   /// never resharded, fsdp.h) and of its largest block unit "layers.N".
   int64_t root_unit_params = 0;

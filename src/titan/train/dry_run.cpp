@@ -26,6 +26,13 @@ void print_plan(const tools::LayoutPlan& plan, const distributed::ParallelDims& 
                      "the vocab-parallel embedding and output; FSDP over dp_shard x cp = {} "
                      "shards every parameter)\n",
                      with_commas(plan.params_per_rank), dims.tp, fsdp);
+  if (plan.expert_params_per_rank > 0) {
+    out << fmt::format("  routed experts per rank: {} parameters, {:.2f} GiB with their gradients "
+                       "and AdamW state (replicated across tp, FSDP shards them on the expert "
+                       "dimension)\n",
+                       with_commas(plan.expert_params_per_rank),
+                       gib(4.0 * plan.expert_params_per_rank * sizeof(float)));
+  }
   out << fmt::format("  memory per rank (estimate): {:.2f} GiB\n", gib(m.total()));
   out << fmt::format("    parameters   {:8.2f} GiB  fp32 shards\n", gib(m.params));
   out << fmt::format("    gradients    {:8.2f} GiB  fp32 shards\n", gib(m.grads));
@@ -156,10 +163,14 @@ int dry_run(const config::JobConfig& job, int world_size, std::ostream& out) {
   distributed::check_tensor_parallel(*model, dims.tp, t.seq_len,
                                      !job.parallelism.disable_sequence_parallel);
   auto plan = tools::plan_layout(*model, job, dims);
-  out << fmt::format("  model: {} parameters ({} in the embedding), {:.3g} training FLOPs per "
+  const int64_t active = model->num_active_params();
+  out << fmt::format("  model: {} parameters ({} in the embedding{}), {:.3g} training FLOPs per "
                      "token at seq_len {} (built on the meta device: nothing allocated)\n",
                      components::with_commas(plan.total_params),
                      components::with_commas(plan.embedding_params),
+                     active == plan.total_params
+                         ? std::string()
+                         : fmt::format("; {} active per token", components::with_commas(active)),
                      static_cast<double>(model->flops_per_token(t.seq_len)), t.seq_len);
   if (dims.pp_enabled()) {
     print_pipeline(spec, job, dims, out);

@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include "titan/errors.h"
+#include "titan/models/deepseek_v3/train_spec.h"
 #include "titan/models/llama3/train_spec.h"
 #include "titan/models/qwen3/train_spec.h"
 
@@ -15,6 +16,7 @@ const std::vector<TrainSpec>& registry() {
   static const std::vector<TrainSpec> specs = {
       models::llama3::train_spec(),
       models::qwen3::train_spec(),
+      models::deepseek_v3::train_spec(),
   };
   return specs;
 }

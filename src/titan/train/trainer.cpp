@@ -119,6 +119,7 @@ void Trainer::setup_model() {
   shape_ = whole->shape();
   flops_per_token_ = whole->flops_per_token(job_.training.seq_len);
   num_params_ = whole->num_params();
+  num_active_params_ = whole->num_active_params();
   forward_backward_ =
       distributed::make_forward_backward(job_, dims_, mesh_, *world_, splitter(job_));
   uint64_t seed = static_cast<uint64_t>(job_.training.seed.value_or(0));
@@ -192,8 +193,12 @@ void Trainer::log_header() {
               "the PyTorch wheel scripts/setup.sh installs",
               blas.library);
   }
-  log::info("Model {} {}: {} parameters, {} FLOPs per token at seq_len {}", job_.model.name,
-            job_.model.flavor, components::with_commas(num_params_),
+  const std::string active =
+      num_active_params_ == num_params_
+          ? std::string()
+          : fmt::format(" ({} active per token)", components::with_commas(num_active_params_));
+  log::info("Model {} {}: {} parameters{}, {} FLOPs per token at seq_len {}", job_.model.name,
+            job_.model.flavor, components::with_commas(num_params_), active,
             components::with_commas(flops_per_token_), job_.training.seq_len);
   const char* dtype = compute_dtype_ == torch::kBFloat16 ? "bf16" : "fp32";
   const std::string device = platform::device_name(device_);

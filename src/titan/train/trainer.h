@@ -114,7 +114,8 @@ class Trainer {
   std::unique_ptr<components::MetricsLogger> metrics_;
   std::unique_ptr<components::checkpoint::CheckpointManager> checkpoint_;
   int64_t flops_per_token_ = 0;
-  int64_t num_params_ = 0;  // of the whole model
+  int64_t num_params_ = 0;         // of the whole model
+  int64_t num_active_params_ = 0;  // of them, what one token uses (MoE: its k experts)
   torch::Device device_ = torch::kCPU;  // where this rank computes (platform/device.h)
   std::optional<double> peak_flops_;    // FLOP/s of one rank for MFU; none: unknown device
   torch::ScalarType compute_dtype_ = torch::kFloat;

@@ -13,8 +13,10 @@
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <tuple>
 
 #include "support/process.h"
+#include "titan/components/metrics.h"
 #include "titan/config/resolve.h"
 
 namespace titan::train {
@@ -46,6 +48,25 @@ TEST(DryRun, DebugConfigsFitTheirWorld) {
     EXPECT_EQ(dry_run(named(module, config), world, out), 0) << config;
     EXPECT_NE(out.str().find(world == 4 ? "dp_shard 2" : "dp_shard 16"), std::string::npos)
         << out.str();
+  }
+}
+
+// MoE configs: total and active parameters, and the routed experts each rank holds (Qwen3
+// 30B-A3B: 48 layers x 128 experts x 3 x 768 x 2048 over 64 FSDP shards; DeepSeek 16B: 26 MoE
+// layers x 64 experts x 3 x 1408 x 2048 over 64).
+TEST(DryRun, MoeConfigsPrintActiveParametersAndExpertsPerRank) {
+  for (const auto& [module, config, experts] :
+       {std::tuple<std::string, std::string, int64_t>{"qwen3", "qwen3_30b_a3b",
+                                                      int64_t{48} * 128 * 3 * 768 * 2048 / 64},
+        {"deepseek_v3", "deepseek_v3_16b", int64_t{26} * 64 * 3 * 1408 * 2048 / 64}}) {
+    std::ostringstream out;
+    EXPECT_EQ(dry_run(named(module, config), 64, out), 0) << config;
+    const std::string text = out.str();
+    EXPECT_NE(text.find("active per token"), std::string::npos) << text;
+    EXPECT_NE(text.find(fmt::format("routed experts per rank: {} parameters",
+                                    components::with_commas(experts))),
+              std::string::npos)
+        << text;
   }
 }
 

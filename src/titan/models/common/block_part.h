@@ -51,6 +51,8 @@ class BlockPart : public torch::nn::Module {
   /// The cheap elementwise ops (norms, gates) op-level selective checkpointing recomputes in
   /// backward instead of keeping their outputs.
   virtual std::vector<ElementwiseOp*> recomputed_ops() = 0;
+  /// Parameters a token does not use (a mixture of experts: the experts it is not routed to).
+  virtual int64_t unused_params_per_token() const { return 0; }
 
  protected:
   /// Parameters of this part, counted on any device (meta included).

@@ -12,10 +12,11 @@
 namespace titan::models {
 
 /// softmax(q k^T * scale + causal mask) v.
-///   q: [B, H, S, Dh]; k, v: [B, Hkv, S, Dh], H a multiple of Hkv; query head h reads key/value
+///   q: [B, H, S, Dh]; k: [B, Hkv, S, Dh]; v: [B, Hkv, S, Dv] (MLA's value width may differ),
+///   H a multiple of Hkv; query head h reads key/value
 ///   head h / (H / Hkv) (Hugging Face repeat_kv order). Query i attends to keys 0..i.
 ///   scale: usually Dh^-0.5.
-/// Returns [B, H, S, Dh] in q's dtype (float32 accumulation for bfloat16 inputs). Differentiable
+/// Returns [B, H, S, Dv] in q's dtype (float32 accumulation for bfloat16 inputs). Differentiable
 /// in q, k and v. Throws c10::Error (TORCH_CHECK) on inconsistent shapes.
 torch::Tensor causal_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                double scale);

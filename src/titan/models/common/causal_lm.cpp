@@ -1,8 +1,9 @@
 #include "titan/models/common/causal_lm.h"
 
-#include "titan/models/common/weight_module.h"
-
 #include <unordered_set>
+
+#include "titan/models/common/transformer_block.h"
+#include "titan/models/common/weight_module.h"
 
 namespace titan::models {
 
@@ -15,6 +16,14 @@ int64_t CausalLM::num_params() {
     }
   }
   return total;
+}
+
+int64_t CausalLM::num_active_params() {
+  int64_t unused = 0;
+  for (const auto& block : blocks()) {
+    for (const auto* part : block.module->parts()) unused += part->unused_params_per_token();
+  }
+  return num_params() - unused;
 }
 
 void CausalLM::init_weights(uint64_t seed) {

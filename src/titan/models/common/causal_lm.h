@@ -70,6 +70,9 @@ class CausalLM : public torch::nn::Module {
 
   /// Parameters, counting tied tensors once.
   int64_t num_params();
+  /// The parameters one token uses: num_params() less the experts it is not routed to
+  /// (TorchTitan's active parameters of an MoE model).
+  int64_t num_active_params();
   /// Parameters of the token embedding (excluded from FLOPs as in TorchTitan).
   virtual int64_t num_embedding_params() = 0;
   /// Training FLOPs per token at `seq_len` of the whole model (the family's count, as

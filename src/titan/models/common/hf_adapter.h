@@ -1,5 +1,5 @@
 // Hugging Face interchange for the common Transformer (LlamaForCausalLM, Qwen3ForCausalLM and
-// Qwen3MoeForCausalLM layouts): the model arguments a config.json describes, and the mapping between titan
+// Qwen3MoeForCausalLM, DeepseekV3ForCausalLM layouts): the model arguments a config.json describes, and the mapping between titan
 // parameter names (TorchTitan's) and Hugging Face's:
 //   tok_embeddings.weight               <-> model.embed_tokens.weight
 //   layers.{i}.attention.w{q,k,v,o}     <-> model.layers.{i}.self_attn.{q,k,v,o}_proj
@@ -11,6 +11,12 @@
 //   layers.{i}.moe.experts.w1 / w3 / w2 [E, ...] <-> model.layers.{i}.mlp.experts.{j}.gate_proj /
 //                                            up_proj / down_proj, one module per expert j
 //   layers.{i}.moe.shared_experts.w1 / w3 / w2 <-> model.layers.{i}.mlp.shared_experts.*
+// and DeepSeek-V3's (DeepseekV3ForCausalLM, MLA):
+//   layers.{i}.attention.wq / wq_a / q_norm / wq_b <-> model.layers.{i}.self_attn.q_proj /
+//                                            q_a_proj / q_a_layernorm / q_b_proj
+//   layers.{i}.attention.wkv_a / kv_norm / wkv_b <-> model.layers.{i}.self_attn.kv_a_proj_with_mqa /
+//                                            kv_a_layernorm / kv_b_proj
+//   layers.{i}.moe.expert_bias (buffer) <-> model.layers.{i}.mlp.gate.e_score_correction_bias
 //   norm.weight <-> model.norm.weight;  output.weight <-> lm_head.weight (absent when tied)
 // Hugging Face stores q/k rows in rotate_half order, which is titan's RoPE layout, so tensors
 // are copied unchanged (no permutation).
@@ -49,13 +55,15 @@ TransformerArgs args_from_hf_config(const nlohmann::json& config, bool qk_norm);
 nlohmann::json hf_config_from_args(const TransformerArgs& args, const std::string& model_type,
                                    const std::string& architecture);
 
-/// The Hugging Face tensors of titan parameter `name` holding `value`: one (name, value) pair,
-/// or for grouped experts [E, ...] one per expert (mlp.experts.{j}.*, value.select(0, j)).
-/// Throws CheckpointError for a name without one.
+/// The Hugging Face tensors of titan parameter (or buffer) `name` holding `value`: one (name,
+/// value) pair, or for grouped experts [E, ...] one per expert (mlp.experts.{j}.*,
+/// value.select(0, j)); `mla`: a DeepSeek-V3 model's names. Throws CheckpointError for a name
+/// without one.
 std::vector<std::pair<std::string, torch::Tensor>> hf_tensors(const std::string& name,
-                                                              const torch::Tensor& value);
+                                                              const torch::Tensor& value, bool mla);
 
-/// The model's parameters under Hugging Face names (the tensors themselves, not copies).
+/// The model's parameters under Hugging Face names (the tensors themselves, not copies), and for
+/// DeepSeek-V3 the expert biases as e_score_correction_bias.
 std::map<std::string, torch::Tensor> to_hf_state_dict(CausalLM& model);
 
 /// Copies Hugging Face-named tensors into the model's parameters (converting dtype and device).

@@ -165,6 +165,10 @@ SavedElements MoEImpl::saved_elements(bool op_level) const {
   return {2 * args.num_experts + args.top_k * per_copy + shared, 0};
 }
 
+int64_t MoEImpl::unused_params_per_token() const {
+  return (args.num_experts - args.top_k) * 3 * dim * args.hidden_dim;
+}
+
 int64_t MoEImpl::flops_per_token(int64_t) const {
   const int64_t expert_params = 3 * dim * args.hidden_dim;
   const int64_t shared = shared_experts ? shared_experts->flops_per_token(0) : 0;

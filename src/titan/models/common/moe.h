@@ -117,6 +117,8 @@ class MoEImpl : public FeedForwardPart {
   int64_t flops_per_token(int64_t seq_len) const override;
   /// The experts' SwiGLU gate and the shared experts'.
   std::vector<ElementwiseOp*> recomputed_ops() override;
+  /// The E - k experts a token is not routed to.
+  int64_t unused_params_per_token() const override;
   const char* slot_name() const override { return "moe"; }
 
   int64_t dim;

@@ -2,11 +2,39 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "titan/errors.h"
 
 namespace titan::models {
+namespace {
+
+// YaRN's frequencies (rope.h, YarnScaling) from the unscaled ones [Dh/2].
+torch::Tensor yarn_scaled(const torch::Tensor& inv_freq, const RopeOptions& options) {
+  const YarnScaling& y = *options.yarn;
+  if (options.scaling || !(y.factor >= 1.0) || !(y.beta_fast > y.beta_slow) ||
+      !(y.beta_slow > 0.0) || y.original_max_position_embeddings <= 0) {
+    throw ConfigError(fmt::format(
+        "yarn rope_scaling needs factor >= 1, beta_fast > beta_slow > 0, "
+        "original_max_position_embeddings > 0 and no llama3 scaling; got factor {}, beta_fast {}, "
+        "beta_slow {}, original_max_position_embeddings {}",
+        y.factor, y.beta_fast, y.beta_slow, y.original_max_position_embeddings));
+  }
+  const double dim = double(options.head_dim);
+  auto correction_dim = [&](double rotations) {
+    return dim * std::log(double(y.original_max_position_embeddings) / (rotations * 2.0 * M_PI)) /
+           (2.0 * std::log(options.theta));
+  };
+  const double low = std::max(std::floor(correction_dim(y.beta_fast)), 0.0);
+  double high = std::min(std::ceil(correction_dim(y.beta_slow)), dim - 1.0);
+  if (low == high) high += 0.001;
+  auto ramp = ((torch::arange(inv_freq.size(0), inv_freq.options()) - low) / (high - low))
+                  .clamp(0.0, 1.0);                             // ramp: [Dh/2]
+  return inv_freq / y.factor * ramp + inv_freq * (1.0 - ramp);  // [Dh/2]
+}
+
+}  // namespace
 
 torch::Tensor rope_inv_freq(const RopeOptions& options) {
   if (options.head_dim <= 0 || options.head_dim % 2 != 0) {
@@ -20,6 +48,7 @@ torch::Tensor rope_inv_freq(const RopeOptions& options) {
   const auto f64 = torch::TensorOptions().dtype(torch::kFloat64);
   auto exponents = torch::arange(0, options.head_dim, 2, f64) / double(options.head_dim);  // [Dh/2]
   auto inv_freq = torch::pow(options.theta, -exponents);  // inv_freq: [Dh/2]
+  if (options.yarn) return yarn_scaled(inv_freq, options);
   if (!options.scaling) {
     return inv_freq;
   }
@@ -61,6 +90,16 @@ torch::Tensor apply_rope(const torch::Tensor& x, const torch::Tensor& cos, const
   auto c = cos.unsqueeze(1);                                                   // c: [S, 1, Dh]
   auto s = sin.unsqueeze(1);                                                   // s: [S, 1, Dh]
   return (xc * c + rotated * s).to(x.scalar_type());                           // [B, S, H, Dh]
+}
+
+torch::Tensor apply_rope_interleaved(const torch::Tensor& x, const torch::Tensor& cos,
+                                     const torch::Tensor& sin) {
+  const int64_t half = x.size(-1) / 2;
+  auto pairs = x.to(cos.scalar_type()).unflatten(-1, {half, 2});  // pairs: [B, S, H, Dh/2, 2]
+  auto a = pairs.select(-1, 0), b = pairs.select(-1, 1);          // each [B, S, H, Dh/2]
+  auto c = cos.narrow(-1, 0, half).unsqueeze(1);                  // c: [S, 1, Dh/2]
+  auto s = sin.narrow(-1, 0, half).unsqueeze(1);                  // s: [S, 1, Dh/2]
+  return torch::stack({a * c - b * s, b * c + a * s}, -1).flatten(-2).to(x.scalar_type());
 }
 
 }  // namespace titan::models

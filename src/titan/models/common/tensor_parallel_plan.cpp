@@ -5,6 +5,7 @@
 #include "titan/errors.h"
 #include "titan/models/common/attention.h"
 #include "titan/models/common/feed_forward.h"
+#include "titan/models/common/mla.h"
 #include "titan/models/common/moe.h"
 #include "titan/models/common/transformer_block.h"
 
@@ -30,6 +31,25 @@ void apply_to_attention(AttentionImpl& attention, distributed::TensorParallel& t
   attention.options.n_heads /= tp.size();
   attention.options.n_kv_heads /= tp.size();
   region_hooks(attention.hooks, tp);
+}
+
+// MLA splits its heads: the query and key/value up-projections column-parallel, wo row-parallel;
+// the latents (wq_a, wkv_a and their norms) are computed whole on every rank from the gathered
+// input, each rank's gradient covering its heads only.
+void apply_to_mla(MultiHeadLatentAttentionImpl& mla, distributed::TensorParallel& tp) {
+  if (mla.wq) {
+    tp.colwise(*mla.wq);
+  } else {
+    tp.replicate(*mla.wq_a, true);
+    tp.replicate(*mla.q_norm, true);
+    tp.colwise(*mla.wq_b);
+  }
+  tp.replicate(*mla.wkv_a, true);
+  tp.replicate(*mla.kv_norm, true);
+  tp.colwise(*mla.wkv_b);
+  tp.rowwise(*mla.wo);
+  mla.n_heads /= tp.size();
+  region_hooks(mla.hooks, tp);
 }
 
 void apply_to_feed_forward(FeedForwardImpl& ffn, distributed::TensorParallel& tp) {
@@ -59,6 +79,8 @@ void apply_to_block(TransformerBlockImpl& block, distributed::TensorParallel& tp
   tp.replicate(*block.ffn_norm, sp);
   if (auto* attention = block.attention->as<AttentionImpl>()) {
     apply_to_attention(*attention, tp);
+  } else if (auto* mla = block.attention->as<MultiHeadLatentAttentionImpl>()) {
+    apply_to_mla(*mla, tp);
   } else {
     no_plan_for(*block.attention, block.layer_id);
   }

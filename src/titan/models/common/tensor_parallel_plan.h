@@ -3,7 +3,8 @@
 // block, attention_norm and ffn_norm sequence-parallel; grouped-query attention's wq, wk, wv
 // and SwiGLU's w1, w3 column-parallel; wo, w2 row-parallel; the attention and feed-forward
 // inputs gathered and their outputs reduced at the region boundaries; q_norm / k_norm
-// replicated over head groups; a mixture of experts replicated (each rank computes the tokens
+// replicated over head groups; MLA's query and key/value up-projections column-parallel and its
+// latents replicated; a mixture of experts replicated (each rank computes the tokens
 // it holds: with sequence parallelism its sequence shard); tok_embeddings vocab-parallel (output reduced onto sequence
 // shards); the final norm sequence-parallel; the output vocab-parallel (logits kept sharded for
 // loss parallelism).

@@ -1,5 +1,6 @@
 // Hyper-parameters of the decoder-only Transformer shared by the llama3 and qwen3 families
-// (TorchTitan's TransformerModelArgs / Qwen3ModelArgs, with MoEArgs for Qwen3-MoE). Families
+// (TorchTitan's TransformerModelArgs / Qwen3ModelArgs, with MoEArgs for Qwen3-MoE) and, with
+// MLAArgs and YaRN, the deepseek_v3 family (DeepSeekV3ModelArgs). Families
 // define their flavors as values of this struct; the Hugging Face adapter derives one from
 // config.json.
 #pragma once
@@ -8,6 +9,7 @@
 #include <optional>
 
 #include "titan/models/common/feed_forward.h"
+#include "titan/models/common/mla.h"
 #include "titan/models/common/moe.h"
 #include "titan/models/common/rope.h"
 
@@ -28,6 +30,7 @@ struct TransformerArgs {
   double norm_eps = 1e-5;    // RMSNorm epsilon (all norms of the model)
   double rope_theta = 10000.0;
   std::optional<RopeScaling> rope_scaling;  // Llama 3.1 "llama3" frequency scaling
+  std::optional<YarnScaling> yarn;          // YaRN frequency scaling (DeepSeek-V3)
   bool qk_norm = false;        // per-head RMSNorm on q and k before RoPE (Qwen3)
   bool tie_embeddings = false;  // classifier = token embedding matrix
   bool depth_init = true;      // output projections' init std shrinks with layer depth
@@ -35,6 +38,9 @@ struct TransformerArgs {
   /// layer; DeepSeek-V3: all but the first); none = a dense model.
   std::optional<MoEArgs> moe;
   int64_t n_dense_layers = 0;
+  /// Multi-head latent attention in place of grouped-query attention (DeepSeek-V3); its heads
+  /// are n_heads, and head_dim / n_kv_heads / qk_norm do not apply.
+  std::optional<MLAArgs> mla;
 
   int64_t kv_heads() const { return n_kv_heads > 0 ? n_kv_heads : n_heads; }
   int64_t head_size() const { return head_dim > 0 ? head_dim : dim / n_heads; }
@@ -42,7 +48,9 @@ struct TransformerArgs {
     return hidden_dim > 0 ? hidden_dim : ffn_hidden_dim(dim, multiple_of, ffn_dim_multiplier);
   }
   bool is_moe_layer(int64_t layer_id) const { return moe && layer_id >= n_dense_layers; }
-  RopeOptions rope() const { return RopeOptions{head_size(), rope_theta, rope_scaling}; }
+  /// The width RoPE rotates: a head's, or MLA's rope part.
+  int64_t rope_dim() const { return mla ? mla->qk_rope_head_dim : head_size(); }
+  RopeOptions rope() const { return RopeOptions{rope_dim(), rope_theta, rope_scaling, yarn}; }
 };
 
 }  // namespace titan::models

@@ -4,6 +4,7 @@
 
 #include "titan/models/common/attention.h"
 #include "titan/models/common/feed_forward.h"
+#include "titan/models/common/mla.h"
 #include "titan/models/common/moe.h"
 
 namespace titan::models {
@@ -56,21 +57,32 @@ std::vector<ElementwiseOp*> TransformerBlockImpl::recomputed_ops() {
 
 TransformerBlock transformer_block(int64_t layer_id, const TransformerArgs& args,
                                    const torch::TensorOptions& options) {
-  AttentionOptions attn;
-  attn.dim = args.dim;
-  attn.n_heads = args.n_heads;
-  attn.n_kv_heads = args.kv_heads();
-  attn.head_dim = args.head_size();
-  attn.qk_norm = args.qk_norm;
-  attn.norm_eps = args.norm_eps;
-  auto attention = std::make_shared<AttentionImpl>(attn, options);
-
   const double depth = args.depth_init ? double(layer_id + 1) : double(args.n_layers);
   const auto in_rule = InitRule::trunc_normal(0.0, kInitStd, kTruncLow, kTruncHigh);
   const auto out_rule =
       InitRule::trunc_normal(0.0, kInitStd / std::sqrt(2.0 * depth), kTruncLow, kTruncHigh);
-  attention->wq->init = attention->wk->init = attention->wv->init = in_rule;
-  attention->wo->init = out_rule;
+  std::shared_ptr<AttentionPart> attention;
+  if (args.mla) {
+    auto mla = std::make_shared<MultiHeadLatentAttentionImpl>(
+        args.dim, args.n_heads, *args.mla, args.mla->softmax_scale(args.yarn), options);
+    for (auto* m : {&mla->wq, &mla->wq_a, &mla->wq_b, &mla->wkv_a, &mla->wkv_b}) {
+      if (!m->is_empty()) (*m)->init = in_rule;
+    }
+    mla->wo->init = out_rule;
+    attention = mla;
+  } else {
+    AttentionOptions attn;
+    attn.dim = args.dim;
+    attn.n_heads = args.n_heads;
+    attn.n_kv_heads = args.kv_heads();
+    attn.head_dim = args.head_size();
+    attn.qk_norm = args.qk_norm;
+    attn.norm_eps = args.norm_eps;
+    auto gqa = std::make_shared<AttentionImpl>(attn, options);
+    gqa->wq->init = gqa->wk->init = gqa->wv->init = in_rule;
+    gqa->wo->init = out_rule;
+    attention = gqa;
+  }
   auto swiglu_init = [&](FeedForwardImpl& ffn) {
     ffn.w1->init = in_rule;
     ffn.w2->init = ffn.w3->init = out_rule;

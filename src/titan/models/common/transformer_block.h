@@ -50,9 +50,11 @@ class TransformerBlockImpl : public torch::nn::Module {
 TORCH_MODULE(TransformerBlock);
 
 /// Block `layer_id` (0-based) of a model shaped by `args`: grouped-query attention (with q/k
-/// norms when args.qk_norm) and SwiGLU, or a mixture of experts when args.is_moe_layer;
+/// norms when args.qk_norm) or MLA (args.mla), and SwiGLU or a mixture of experts when
+/// args.is_moe_layer;
 /// parameters uninitialised on `options`' device, with TorchTitan's init rules: norms to ones;
-/// wq, wk, wv, w1 (the experts' and the shared experts' too) ~ trunc_normal(0, 0.02, [-2, 2]);
+/// wq, wk, wv, w1 (the experts' and the shared experts' too; MLA's wq, wq_a, wq_b, wkv_a,
+/// wkv_b) ~ trunc_normal(0, 0.02, [-2, 2]);
 /// wo, w2, w3 and the router gate ~ trunc_normal(0, std, [-2, 2]) with std = 0.02 /
 /// sqrt(2 * (layer_id + 1)) when args.depth_init, else 0.02 / sqrt(2 * n_layers).
 TransformerBlock transformer_block(int64_t layer_id, const TransformerArgs& args,

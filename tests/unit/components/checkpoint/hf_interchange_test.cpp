@@ -78,7 +78,8 @@ class HfInterchange : public ::testing::Test {
 };
 
 TEST_F(HfInterchange, TinyModelsRoundTripUnchanged) {
-  for (const std::string name : {"llama3_tiny", "qwen3_tiny", "qwen3_moe_tiny"}) {
+  for (const std::string name :
+       {"llama3_tiny", "qwen3_tiny", "qwen3_moe_tiny", "deepseek_v3_tiny"}) {
     SCOPED_TRACE(name);
     const auto original = load_hf_folder(shared_model(name));
     const auto type = original.config["model_type"].get<std::string>();

@@ -82,7 +82,7 @@ TEST(Attention, QwenStyleModuleMatchesLoop) {
   EXPECT_EQ(attn->wq->weight.sizes(), (std::vector<int64_t>{24, 10}));
   EXPECT_EQ(attn->wo->weight.sizes(), (std::vector<int64_t>{10, 24}));
   const int64_t S = 7;
-  auto inv_freq = rope_inv_freq({6, 1e6, std::nullopt});
+  auto inv_freq = rope_inv_freq({6, 1e6, std::nullopt, std::nullopt});
   auto [cos, sin] = rope_cos_sin(inv_freq, S, torch::kFloat64, torch::kCPU);
   auto x = torch::randn({1, S, 10}, torch::kFloat64);
   auto err = (attn->forward(x, cos, sin) - reference(*attn, x, inv_freq)).abs().max().item<double>();

@@ -29,7 +29,7 @@ double max_rel_err(const torch::Tensor& got, const std::vector<double>& want) {
 }
 
 TEST(Rope, Llama3ScalingMatchesLlama3Tiny) {
-  RopeOptions o{32, 500000.0, RopeScaling{8.0, 1.0, 4.0, 8192}};
+  RopeOptions o{32, 500000.0, RopeScaling{8.0, 1.0, 4.0, 8192}, std::nullopt};
   auto f = rope_inv_freq(o);
   EXPECT_EQ(f.scalar_type(), torch::kFloat64);
   const double err = max_rel_err(f, expected_inv_freq("llama3_tiny"));
@@ -39,7 +39,7 @@ TEST(Rope, Llama3ScalingMatchesLlama3Tiny) {
 }
 
 TEST(Rope, PlainFrequenciesMatchQwen3Tiny) {
-  const double err = max_rel_err(rope_inv_freq({64, 1e6, std::nullopt}), expected_inv_freq("qwen3_tiny"));
+  const double err = max_rel_err(rope_inv_freq({64, 1e6, std::nullopt, std::nullopt}), expected_inv_freq("qwen3_tiny"));
   std::cout << "[measured] qwen3_tiny inv_freq max rel err: " << err << "\n";
   EXPECT_LE(err, 1e-14);
 }
@@ -47,7 +47,7 @@ TEST(Rope, PlainFrequenciesMatchQwen3Tiny) {
 // The three bands of the scaling, recomputed from HF's _compute_llama3_parameters by hand.
 TEST(Rope, Llama3ScalingBands) {
   const RopeScaling s{32.0, 1.0, 4.0, 8192};
-  auto f = rope_inv_freq({64, 500000.0, s});
+  auto f = rope_inv_freq({64, 500000.0, s, std::nullopt});
   for (int64_t i = 0; i < 32; ++i) {
     const double base = std::pow(500000.0, -2.0 * i / 64.0);
     const double wavelen = 2 * M_PI / base;
@@ -67,7 +67,7 @@ TEST(Rope, Llama3ScalingBands) {
 TEST(Rope, ApplyMatchesPairFormula) {
   torch::manual_seed(3);
   const int64_t B = 2, S = 5, H = 3, Dh = 8, half = Dh / 2;
-  auto f = rope_inv_freq({Dh, 10000.0, std::nullopt});
+  auto f = rope_inv_freq({Dh, 10000.0, std::nullopt, std::nullopt});
   auto [cos, sin] = rope_cos_sin(f, S, torch::kFloat64, torch::kCPU);
   EXPECT_EQ(cos.sizes(), (std::vector<int64_t>{S, Dh}));
   auto x = torch::randn({B, S, H, Dh}, torch::kFloat64);
@@ -92,7 +92,7 @@ TEST(Rope, ApplyMatchesPairFormula) {
 
 TEST(Rope, Float32AnglesComeFromFloat64) {
   // At position 100000 a float32 angle product would be off by ~4e-3 rad; ours is rounded once.
-  auto f = rope_inv_freq({4, 10000.0, std::nullopt});
+  auto f = rope_inv_freq({4, 10000.0, std::nullopt, std::nullopt});
   auto [cos, sin] = rope_cos_sin(f, 100001, torch::kFloat32, torch::kCPU);
   const double a = 100000.0 * f[0].item<double>();
   EXPECT_NEAR(cos[100000][0].item<double>(), std::cos(a), 1e-7);
@@ -100,7 +100,7 @@ TEST(Rope, Float32AnglesComeFromFloat64) {
 }
 
 TEST(Rope, RejectsOddHeadDim) {
-  EXPECT_THROW(rope_inv_freq({7, 10000.0, std::nullopt}), ConfigError);
+  EXPECT_THROW(rope_inv_freq({7, 10000.0, std::nullopt, std::nullopt}), ConfigError);
 }
 
 }  // namespace

@@ -1,0 +1,19 @@
+#include "titan/models/deepseek_v3/parallelize.h"
+
+#include "titan/distributed/activation_checkpoint.h"
+#include "titan/distributed/parallelize.h"
+#include "titan/models/common/tensor_parallel_plan.h"
+
+namespace titan::models::deepseek_v3 {
+
+void parallelize_deepseek_v3(distributed::ModelPart& part, const distributed::ParallelDims& dims,
+                             const distributed::DeviceMesh& mesh, const config::JobConfig& job) {
+  auto& model = dynamic_cast<Transformer&>(part.model());
+  if (dims.tp_enabled()) {
+    apply_tensor_parallel(model, distributed::enable_tensor_parallel(part, mesh, job.parallelism));
+  }
+  distributed::apply_activation_checkpointing(model, job.activation_checkpoint);
+  distributed::apply_fsdp(part, dims, mesh, job);
+}
+
+}  // namespace titan::models::deepseek_v3
