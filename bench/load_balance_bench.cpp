@@ -43,8 +43,8 @@ struct Window {
 
 std::vector<Window> train(double coeff, const std::vector<int64_t>& corpus, int steps,
                           const titan::distributed::DeviceMesh& mesh) {
-  auto args = titan::models::find_flavor(titan::models::qwen3::flavors(), "qwen3",
-                                         "debugmodel_moe_small");
+  auto args =
+      titan::models::find_flavor(titan::models::qwen3::flavors(), "qwen3", "debugmodel_moe_small");
   args.moe->load_balance_coeff = coeff;
   titan::models::Transformer model(args);
   model.init_weights(42);
@@ -79,7 +79,8 @@ std::vector<Window> train(double coeff, const std::vector<int64_t>& corpus, int 
 int main(int argc, char** argv) {
   const int steps = argc > 1 ? std::stoi(argv[1]) : 100;
   const std::string corpus_path =
-      argc > 2 ? argv[2] : std::string(TITAN_SOURCE_DIR) + "/../shared/data/corpora/tinyshakespeare.txt";
+      argc > 2 ? argv[2]
+               : std::string(TITAN_SOURCE_DIR) + "/../shared/data/corpora/tinyshakespeare.txt";
   torch::set_num_threads(1);
   const auto corpus = read_bytes(corpus_path);
   titan::distributed::WorldInfo info;

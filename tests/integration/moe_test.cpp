@@ -21,12 +21,13 @@ using testing::TrainRun;
 
 const std::string kShape =
     "--training.seq_len 32 --training.global_batch_size 8 --lr_scheduler.warmup_steps 2 ";
-const std::string kModel = "--module qwen3 --config qwen3_moe_debugmodel "
-                           "--model.flavor debugmodel_moe_small " + kShape;
+const std::string kModel =
+    "--module qwen3 --config qwen3_moe_debugmodel "
+    "--model.flavor debugmodel_moe_small " +
+    kShape;
 const std::string kDeepseek = "--module deepseek_v3 --config deepseek_v3_debugmodel " + kShape;
 
-TrainRun run(int ngpu, const std::string& args, int steps = 20,
-             const std::string& model = kModel) {
+TrainRun run(int ngpu, const std::string& args, int steps = 20, const std::string& model = kModel) {
   auto r = testing::train("OMP_NUM_THREADS=1 NGPU=" + std::to_string(ngpu),
                           model + "--training.steps " + std::to_string(steps) + " " + args);
   EXPECT_EQ(r.command.exit_code, 0) << r.command.output;
@@ -53,18 +54,21 @@ TEST(MoeLayouts, TrainAndMatchTheFsdpBaseline) {
   }
   expect_matches_baseline(fsdp, run(1, "--training.local_batch_size 8"), "1 rank");
   expect_matches_baseline(fsdp,
-                          run(4, "--training.local_batch_size 4 "
-                                 "--parallelism.tensor_parallel_degree 2"),
+                          run(4,
+                              "--training.local_batch_size 4 "
+                              "--parallelism.tensor_parallel_degree 2"),
                           "TP 2 x FSDP 2");
   expect_matches_baseline(fsdp,
-                          run(2, "--training.local_batch_size 8 "
-                                 "--parallelism.tensor_parallel_degree 2 "
-                                 "--parallelism.disable_sequence_parallel"),
+                          run(2,
+                              "--training.local_batch_size 8 "
+                              "--parallelism.tensor_parallel_degree 2 "
+                              "--parallelism.disable_sequence_parallel"),
                           "TP 2 without sequence parallelism");
   expect_matches_baseline(fsdp,
-                          run(2, "--training.local_batch_size 8 "
-                                 "--parallelism.pipeline_parallel_degree 2 "
-                                 "--parallelism.pipeline_parallel_schedule 1F1B"),
+                          run(2,
+                              "--training.local_batch_size 8 "
+                              "--parallelism.pipeline_parallel_degree 2 "
+                              "--parallelism.pipeline_parallel_schedule 1F1B"),
                           "PP 2");
   auto full_ac = run(2, "--training.local_batch_size 4 --activation_checkpoint.mode full");
   testing::expect_same_curves(fsdp, full_ac, 0.0, "full activation checkpointing");
@@ -78,19 +82,24 @@ TEST(MoeLayouts, DeepseekV3TrainsAndMatchesTheFsdpBaseline) {
   EXPECT_LT(fsdp.losses().back(), 0.8 * fsdp.losses().front()) << "the loss falls";
   EXPECT_EQ(fsdp.records.back()["expert_load"].size(), 5u);
   expect_matches_baseline(fsdp,
-                          run(4, "--training.local_batch_size 4 "
-                                 "--parallelism.tensor_parallel_degree 2", 20, kDeepseek),
+                          run(4,
+                              "--training.local_batch_size 4 "
+                              "--parallelism.tensor_parallel_degree 2",
+                              20, kDeepseek),
                           "deepseek_v3 TP 2 x FSDP 2");
   expect_matches_baseline(fsdp,
-                          run(2, "--training.local_batch_size 8 "
-                                 "--parallelism.pipeline_parallel_degree 2 "
-                                 "--parallelism.pipeline_parallel_schedule 1F1B", 20, kDeepseek),
+                          run(2,
+                              "--training.local_batch_size 8 "
+                              "--parallelism.pipeline_parallel_degree 2 "
+                              "--parallelism.pipeline_parallel_schedule 1F1B",
+                              20, kDeepseek),
                           "deepseek_v3 PP 2");
 }
 
 TEST(MoeCheckpoint, ExpertBiasesResumeBitExactly) {
-  const std::string args = "--training.local_batch_size 4 --lr_scheduler.decay_ratio 0 "
-                           "--checkpoint.enable --checkpoint.interval 3 ";
+  const std::string args =
+      "--training.local_batch_size 4 --lr_scheduler.decay_ratio 0 "
+      "--checkpoint.enable --checkpoint.interval 3 ";
   auto straight = run(2, args, 6);
   const auto dump = testing::make_temp_dir("titan_moe_resume");
   auto first = testing::run_command("OMP_NUM_THREADS=1 NGPU=2 " + testing::titan_binary() +

@@ -31,8 +31,9 @@ void ExpertLoadBalancer::step() {
   std::vector<torch::Tensor> counts;
   for (const auto& l : layers_) {
     const auto& c = l.moe->tokens_per_expert;
-    counts.push_back(c.defined() ? c : torch::zeros({l.moe->args.num_experts},
-                                                    torch::dtype(torch::kFloat32).device(device)));
+    counts.push_back(c.defined() ? c
+                                 : torch::zeros({l.moe->args.num_experts},
+                                                torch::dtype(torch::kFloat32).device(device)));
   }
   auto all = torch::cat(counts);  // [sum of E]
   loss_group_->all_reduce_(all, distributed::ReduceOp::Sum, "expert token counts all-reduce");
@@ -49,8 +50,8 @@ void ExpertLoadBalancer::step() {
       l.moe->expert_bias.add_(delta - delta.mean());
     }
     auto safe_mean = mean.clamp_min(1e-30);
-    table[l.id] = torch::stack({torch::ones_like(mean), count.max() / safe_mean,
-                                count.min() / safe_mean});
+    table[l.id] =
+        torch::stack({torch::ones_like(mean), count.max() / safe_mean, count.min() / safe_mean});
     if (l.moe->tokens_per_expert.defined()) l.moe->tokens_per_expert.zero_();
   }
   pp_group_->all_reduce_(table, distributed::ReduceOp::Sum, "expert loads all-reduce (pp)");

@@ -2,12 +2,13 @@
 // rank are summed before the bias update, the update is TorchTitan's formula computed here by
 // hand, every rank ends with the same bias, and the checkpoint pieces round-trip; activation
 // checkpointing's recompute does not count tokens again.
+#include "titan/components/load_balancing.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
 #include "support/thread_ranks.h"
-#include "titan/components/load_balancing.h"
 #include "titan/config/job_config.h"
 #include "titan/distributed/activation_checkpoint.h"
 #include "titan/distributed/device_mesh.h"
@@ -36,7 +37,8 @@ models::TransformerArgs small_moe(double coeff) {
 }
 
 models::MoEImpl& moe_of(models::Transformer& model, int64_t layer) {
-  return *model.layers[std::to_string(layer)]->as<models::TransformerBlockImpl>()
+  return *model.layers[std::to_string(layer)]
+              ->as<models::TransformerBlockImpl>()
               ->feed_forward->as<models::MoEImpl>();
 }
 

@@ -8,16 +8,16 @@ using torch::autograd::variable_list;
 
 struct GroupedLinearFn : public torch::autograd::Function<GroupedLinearFn> {
   // x: [N, in], w: [E, out, in] -> y: [N, out]
-  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x,
-                               const torch::Tensor& w, const std::vector<int64_t>& counts) {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& w,
+                               const std::vector<int64_t>& counts) {
     ctx->save_for_backward({x, w});
     ctx->saved_data["counts"] = counts;
     auto y = torch::empty({x.size(0), w.size(1)}, x.options());  // [N, out]
     int64_t start = 0;
     for (size_t e = 0; e < counts.size(); ++e) {
       if (counts[e] == 0) continue;
-      auto y_e = y.narrow(0, start, counts[e]);                            // [n_e, out]
-      torch::mm_out(y_e, x.narrow(0, start, counts[e]), w[e].t());          // [n_e, in] x [in, out]
+      auto y_e = y.narrow(0, start, counts[e]);                     // [n_e, out]
+      torch::mm_out(y_e, x.narrow(0, start, counts[e]), w[e].t());  // [n_e, in] x [in, out]
       start += counts[e];
     }
     return y;

@@ -24,9 +24,9 @@ torch::Tensor top_k_indices(const torch::Tensor& choice, int64_t k) {
 // groups (by the sum of their two best scores) set to -inf.
 torch::Tensor limit_to_groups(const torch::Tensor& choice, const MoEArgs& a) {
   const int64_t tokens = choice.size(0);
-  auto grouped = choice.view({tokens, a.num_expert_groups, -1});             // [T, G, E / G]
-  auto group_scores = std::get<0>(grouped.topk(2, /*dim=*/-1)).sum(-1);      // [T, G]
-  auto kept = top_k_indices(group_scores, a.num_limited_groups);            // [T, Gl]
+  auto grouped = choice.view({tokens, a.num_expert_groups, -1});         // [T, G, E / G]
+  auto group_scores = std::get<0>(grouped.topk(2, /*dim=*/-1)).sum(-1);  // [T, G]
+  auto kept = top_k_indices(group_scores, a.num_limited_groups);         // [T, Gl]
   auto dropped = torch::ones_like(group_scores, torch::kBool).scatter_(1, kept, false);  // [T, G]
   return grouped.masked_fill(dropped.unsqueeze(-1), -std::numeric_limits<double>::infinity())
       .view({tokens, -1});  // [T, E]
@@ -39,30 +39,31 @@ void require_moe(bool ok, const std::string& what) {
 }  // namespace
 
 void validate(const MoEArgs& a) {
-  require_moe(a.num_experts > 0, fmt::format("num_experts must be positive, got {}", a.num_experts));
+  require_moe(a.num_experts > 0,
+              fmt::format("num_experts must be positive, got {}", a.num_experts));
   require_moe(a.hidden_dim > 0, fmt::format("hidden_dim must be positive, got {}", a.hidden_dim));
   require_moe(a.num_shared_experts >= 0,
-          fmt::format("num_shared_experts must be >= 0, got {}", a.num_shared_experts));
+              fmt::format("num_shared_experts must be >= 0, got {}", a.num_shared_experts));
   require_moe(a.top_k >= 1 && a.top_k <= a.num_experts,
-          fmt::format("top_k ({}) must be in [1, num_experts = {}]", a.top_k, a.num_experts));
+              fmt::format("top_k ({}) must be in [1, num_experts = {}]", a.top_k, a.num_experts));
   require_moe(a.load_balance_coeff >= 0.0,
-          fmt::format("load_balance_coeff must be >= 0, got {}", a.load_balance_coeff));
+              fmt::format("load_balance_coeff must be >= 0, got {}", a.load_balance_coeff));
   if (a.num_expert_groups == 0) {
     require_moe(a.num_limited_groups == 0, "num_limited_groups is set without num_expert_groups");
     return;
   }
   require_moe(a.num_expert_groups > 0 && a.num_experts % a.num_expert_groups == 0,
-          fmt::format("num_expert_groups ({}) must divide num_experts ({})", a.num_expert_groups,
-                      a.num_experts));
+              fmt::format("num_expert_groups ({}) must divide num_experts ({})",
+                          a.num_expert_groups, a.num_experts));
   const int64_t per_group = a.num_experts / a.num_expert_groups;
-  require_moe(per_group >= 2, fmt::format("each expert group needs at least 2 experts, got {}",
-                                      per_group));
+  require_moe(per_group >= 2,
+              fmt::format("each expert group needs at least 2 experts, got {}", per_group));
   require_moe(a.num_limited_groups >= 1 && a.num_limited_groups <= a.num_expert_groups,
-          fmt::format("num_limited_groups ({}) must be in [1, num_expert_groups = {}]",
-                      a.num_limited_groups, a.num_expert_groups));
+              fmt::format("num_limited_groups ({}) must be in [1, num_expert_groups = {}]",
+                          a.num_limited_groups, a.num_expert_groups));
   require_moe(a.num_limited_groups * per_group >= a.top_k,
-          fmt::format("num_limited_groups ({}) x experts per group ({}) must be >= top_k ({})",
-                      a.num_limited_groups, per_group, a.top_k));
+              fmt::format("num_limited_groups ({}) x experts per group ({}) must be >= top_k ({})",
+                          a.num_limited_groups, per_group, a.top_k));
 }
 
 TokenChoiceRouterImpl::TokenChoiceRouterImpl(int64_t dim, const MoEArgs& args,
@@ -113,8 +114,8 @@ MoEImpl::MoEImpl(int64_t dim, const MoEArgs& moe_args, const torch::TensorOption
     : dim(dim), args(moe_args) {
   validate(args);
   router = register_module("router", TokenChoiceRouter(dim, args, options));
-  experts = register_module("experts",
-                            GroupedExperts(dim, args.hidden_dim, args.num_experts, options));
+  experts =
+      register_module("experts", GroupedExperts(dim, args.hidden_dim, args.num_experts, options));
   if (args.num_shared_experts > 0) {
     shared_experts = register_module(
         "shared_experts", FeedForward(dim, args.hidden_dim * args.num_shared_experts, options));
@@ -129,8 +130,8 @@ torch::Tensor MoEImpl::forward(const torch::Tensor& x) {
   auto tokens = x.reshape({-1, dim});  // tokens: [T, dim]
   const int64_t k = args.top_k;
   auto routing = router(tokens, expert_bias);
-  auto chosen = routing.experts.reshape({-1});              // [N = T K], token-major
-  auto by_expert = torch::argsort(chosen, /*stable=*/true);  // [N]: the copies sorted by expert
+  auto chosen = routing.experts.reshape({-1});                  // [N = T K], token-major
+  auto by_expert = torch::argsort(chosen, /*stable=*/true);     // [N]: the copies sorted by expert
   auto counts = torch::bincount(chosen, {}, args.num_experts);  // [E]
   if (is_training() && !is_recomputing()) {
     torch::NoGradGuard no_grad;
@@ -149,13 +150,13 @@ torch::Tensor MoEImpl::forward(const torch::Tensor& x) {
   auto expert_out = experts(routed, std::vector<int64_t>(n, n + args.num_experts));  // [N, dim]
   auto position = torch::empty_like(by_expert).scatter_(
       0, by_expert, torch::arange(by_expert.size(0), by_expert.options()));  // [N]
-  auto per_copy = expert_out.index_select(0, position).view({-1, k, dim});  // [T, K, dim]
+  auto per_copy = expert_out.index_select(0, position).view({-1, k, dim});   // [T, K, dim]
   auto out = args.score_before_experts
                  ? per_copy.sum(1)
                  : (per_copy.to(routing.gates.scalar_type()) * routing.gates.unsqueeze(-1))
                        .sum(1)
                        .to(x.scalar_type());  // out: [T, dim]
-  out = out.view(x.sizes());                   // [B, S, dim]
+  out = out.view(x.sizes());                  // [B, S, dim]
   return shared_experts ? out + shared_experts(x) : out;
 }
 

@@ -2,6 +2,8 @@
 // loops over doubles (scores, bias, group limits, ties to the lower index), then each token's
 // output as the gate-weighted sum of its experts, computed token by token so autograd gives the
 // reference gradients. Forward and every gradient to 1e-9 (both float64).
+#include "titan/models/common/moe.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,7 +11,6 @@
 #include <numeric>
 
 #include "titan/errors.h"
-#include "titan/models/common/moe.h"
 
 namespace titan::models {
 namespace {
@@ -70,7 +71,7 @@ torch::Tensor swiglu(const torch::Tensor& w1, const torch::Tensor& w2, const tor
 }
 
 struct Reference {
-  torch::Tensor out;                       // [T, dim]
+  torch::Tensor out;                         // [T, dim]
   std::vector<std::vector<int64_t>> chosen;  // per token
 };
 
@@ -222,7 +223,13 @@ TEST(MoE, TiesGoToTheLowerExpertAndIdleExpertsGetNoGradient) {
     EXPECT_EQ(moe->experts->w2->weight.grad()[e].abs().max().item<double>(), 0.0);
   }
   // A bias breaks the tie its way: experts 3 and 5 ahead of the rest, in index order on ties.
-  moe = make_moe([&] { auto b = a; b.load_balance_coeff = 1e-3; return b; }(), 4, 4);
+  moe = make_moe(
+      [&] {
+        auto b = a;
+        b.load_balance_coeff = 1e-3;
+        return b;
+      }(),
+      4, 4);
   {
     torch::NoGradGuard no_grad;
     moe->router->gate->weight.zero_();
@@ -270,10 +277,23 @@ TEST(MoE, RefusesArgumentsThatCannotRoute) {
     EXPECT_THROW(validate(a), ConfigError);
   };
   refused([](MoEArgs& a) { a.top_k = 9; });
-  refused([](MoEArgs& a) { a.num_expert_groups = 3; a.num_limited_groups = 1; });
-  refused([](MoEArgs& a) { a.num_expert_groups = 8; a.num_limited_groups = 1; });
-  refused([](MoEArgs& a) { a.num_expert_groups = 4; a.num_limited_groups = 5; });
-  refused([](MoEArgs& a) { a.top_k = 5; a.num_expert_groups = 4; a.num_limited_groups = 2; });
+  refused([](MoEArgs& a) {
+    a.num_expert_groups = 3;
+    a.num_limited_groups = 1;
+  });
+  refused([](MoEArgs& a) {
+    a.num_expert_groups = 8;
+    a.num_limited_groups = 1;
+  });
+  refused([](MoEArgs& a) {
+    a.num_expert_groups = 4;
+    a.num_limited_groups = 5;
+  });
+  refused([](MoEArgs& a) {
+    a.top_k = 5;
+    a.num_expert_groups = 4;
+    a.num_limited_groups = 2;
+  });
   refused([](MoEArgs& a) { a.num_limited_groups = 1; });
   refused([](MoEArgs& a) { a.hidden_dim = 0; });
 }

@@ -28,12 +28,14 @@ void check_deepseek_v3_tiny(torch::ScalarType dtype, const testing::MoeTolerance
   auto* moe = transformer.blocks()[1].module->feed_forward->as<models::MoEImpl>();
   EXPECT_NEAR(moe->expert_bias[6].item<double>(), 0.303651, 1e-6);
   const auto expected = testing::load_expected("deepseek_v3_tiny");
-  auto inv_freq = torch::tensor(expected["rope"]["inv_freq"].get<std::vector<double>>(),
-                                torch::kFloat64);
+  auto inv_freq =
+      torch::tensor(expected["rope"]["inv_freq"].get<std::vector<double>>(), torch::kFloat64);
   EXPECT_LE(((transformer.inv_freq() - inv_freq).abs() / inv_freq).max().item<double>(), 1e-12);
 }
 
-TEST(DeepseekV3Parity, DeepseekV3TinyFloat32) { check_deepseek_v3_tiny(torch::kFloat32, {1e-4, 1e-5, 1e-5}); }
+TEST(DeepseekV3Parity, DeepseekV3TinyFloat32) {
+  check_deepseek_v3_tiny(torch::kFloat32, {1e-4, 1e-5, 1e-5});
+}
 TEST(DeepseekV3Parity, DeepseekV3TinyFloat64) {
   check_deepseek_v3_tiny(torch::kFloat64, {5.1e-9, 1e-10, 1e-12});
 }
@@ -92,7 +94,8 @@ TEST(MultiHeadLatentAttention, WithoutQueryLatentMatchesALoop) {
     std::vector<torch::Tensor> heads;
     for (int64_t h = 0; h < H; ++h) {
       std::vector<double> scores;
-      for (int64_t j = 0; j <= t; ++j) scores.push_back((q[t][h] * k[j][h]).sum().item<double>() * scale);
+      for (int64_t j = 0; j <= t; ++j)
+        scores.push_back((q[t][h] * k[j][h]).sum().item<double>() * scale);
       const double top = *std::max_element(scores.begin(), scores.end());
       double denom = 0.0;
       for (double sc : scores) denom += std::exp(sc - top);
