@@ -12,6 +12,7 @@
 #include "titan/cli/flags.h"
 #include "titan/components/checkpoint/checkpoint_metadata.h"
 #include "titan/components/checkpoint/hf_folder.h"
+#include "titan/components/checkpoint/hf_interchange.h"
 #include "titan/components/checkpoint/shard_reader.h"
 #include "titan/components/tokenizer/tokenizer.h"
 #include "titan/config/resolve.h"
@@ -142,13 +143,7 @@ std::shared_ptr<models::CausalLM> load_checkpoint_model(const std::string& dir) 
   auto metadata = ckpt::read_metadata(dir);
   const auto& spec = train::get_train_spec(metadata.model.family);
   auto model = spec.build(metadata.model.flavor);
-  ckpt::ShardedStateDict pieces;
-  for (const auto& item : model->named_parameters()) {
-    ckpt::ShardedTensor piece;
-    piece.local = item.value();
-    piece.global_shape = item.value().sizes().vec();
-    pieces[item.key()] = piece;
-  }
+  auto pieces = ckpt::whole_model_state(*model);  // the weights and the experts' biases
   torch::NoGradGuard no_grad;
   ckpt::read_sections(dir, metadata, {{"model", &pieces}});
   return model;

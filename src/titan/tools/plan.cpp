@@ -167,7 +167,9 @@ LayoutPlan plan_layout(models::CausalLM& model, const config::JobConfig& job,
   }
   if (dims.ep > 1) {
     plan.caveats.push_back(fmt::format(
-        "expert_parallel_degree = {} is not modelled (dense model assumed)", dims.ep));
+        "expert_parallel_degree = {} is not modelled (every rank is counted as holding all the "
+        "experts, sharded by FSDP only)",
+        dims.ep));
   }
   return plan;
 }

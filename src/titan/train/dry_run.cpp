@@ -23,9 +23,10 @@ void print_plan(const tools::LayoutPlan& plan, const distributed::ParallelDims& 
   const auto& m = plan.memory;
   const int64_t fsdp = static_cast<int64_t>(dims.dp_shard) * dims.cp;
   out << fmt::format("  parameters per rank: {} (tp {} splits the attention/FFN matrices and "
-                     "the vocab-parallel embedding and output; FSDP over dp_shard x cp = {} "
+                     "the vocab-parallel embedding and output{}; FSDP over dp_shard x cp = {} "
                      "shards every parameter)\n",
-                     with_commas(plan.params_per_rank), dims.tp, fsdp);
+                     with_commas(plan.params_per_rank), dims.tp,
+                     plan.expert_params_per_rank > 0 ? ", not the routed experts" : "", fsdp);
   if (plan.expert_params_per_rank > 0) {
     out << fmt::format("  routed experts per rank: {} parameters, {:.2f} GiB with their gradients "
                        "and AdamW state (replicated across tp, FSDP shards them on the expert "

@@ -53,6 +53,15 @@ void check_trainable(const config::JobConfig& job, const distributed::ParallelDi
     }
   }
   const auto& spec = get_train_spec(job.model.name);
+  if (job.checkpoint.enable && job.checkpoint.last_save_in_hf) {
+    try {
+      spec.hf_config(job.model.flavor);
+    } catch (const CheckpointError& e) {
+      throw ConfigError(fmt::format("checkpoint.last_save_in_hf = true: {} {} has no Hugging Face "
+                                    "form ({}); unset it and convert a checkpoint later if needed",
+                                    job.model.name, job.model.flavor, e.what()));
+    }
+  }
   auto model = spec.build_on_device(job.model.flavor, torch::kMeta);
   distributed::check_tensor_parallel(*model, dims.tp, job.training.seq_len,
                                      !job.parallelism.disable_sequence_parallel);

@@ -5,11 +5,13 @@
 
 #include <array>
 #include <filesystem>
+#include <set>
 
 #include "titan/components/checkpoint/file_io.h"
 #include "titan/components/checkpoint/shard_reader.h"
 #include "titan/components/checkpoint/shard_writer.h"
 #include "titan/errors.h"
+#include "titan/platform/logging.h"
 
 namespace titan::components::checkpoint {
 namespace {
@@ -47,13 +49,18 @@ void check_model_type(const train::TrainSpec& spec, const nlohmann::json& config
   }
 }
 
-// Every parameter and buffer (MoE expert biases) of `model` as a whole piece: what a
-// checkpoint's model section holds.
-ShardedStateDict whole_state(models::CausalLM& model) {
-  ShardedStateDict out;
-  for (const auto& item : model.named_parameters()) out.emplace(item.key(), whole(item.value()));
-  for (const auto& item : model.named_buffers()) out.emplace(item.key(), whole(item.value()));
-  return out;
+// Warns about each non-zero buffer of `model` that `hf` leaves out (Qwen3-MoE's expert biases:
+// the Hugging Face model then routes without them).
+void warn_unexported_buffers(models::CausalLM& model, const TensorMap& hf) {
+  std::set<const void*> exported;
+  for (const auto& [name, t] : hf) exported.insert(t.data_ptr());
+  for (const auto& item : model.named_buffers()) {
+    if (!exported.count(item.value().data_ptr()) && item.value().abs().max().item<double>() > 0) {
+      log::warn("{} is not part of the Hugging Face format and is left out: the exported model "
+                "chooses experts without it",
+                item.key());
+    }
+  }
 }
 
 // Whether a key that config.json leaves out has, in Hugging Face, the value hf_config writes.
@@ -70,6 +77,13 @@ bool hf_default(const std::string& key, const nlohmann::json& expected,
 
 }  // namespace
 
+ShardedStateDict whole_model_state(models::CausalLM& model) {
+  ShardedStateDict out;
+  for (const auto& item : model.named_parameters()) out.emplace(item.key(), whole(item.value()));
+  for (const auto& item : model.named_buffers()) out.emplace(item.key(), whole(item.value()));
+  return out;
+}
+
 torch::ScalarType export_dtype(const std::string& name, const std::string& key) {
   std::vector<std::string> valid;
   for (const auto& d : kExportDtypes) {
@@ -85,11 +99,13 @@ void export_checkpoint_to_hf(const std::string& step_dir, const std::string& out
   const CheckpointMetadata metadata = read_metadata(step_dir);
   const train::TrainSpec& spec = train::get_train_spec(metadata.model.family);
   auto model = spec.build(metadata.model.flavor);
-  ShardedStateDict pieces = whole_state(*model);
+  ShardedStateDict pieces = whole_model_state(*model);
   read_sections(step_dir, metadata, {{"model", &pieces}});
   nlohmann::json config = spec.hf_config(metadata.model.flavor);
   config["torch_dtype"] = export_dtype_name(options.dtype);
-  write_hf_folder(out_dir, config, spec.to_hf(*model), options.dtype, options.max_shard_bytes);
+  const auto hf = spec.to_hf(*model);
+  warn_unexported_buffers(*model, hf);
+  write_hf_folder(out_dir, config, hf, options.dtype, options.max_shard_bytes);
 }
 
 std::string hf_config_difference(const train::TrainSpec& spec, const std::string& flavor,
@@ -111,7 +127,12 @@ std::string hf_config_difference(const train::TrainSpec& spec, const std::string
 std::string flavor_for_hf_config(const train::TrainSpec& spec, const nlohmann::json& config) {
   std::vector<std::string> differences;
   for (const auto& flavor : spec.flavors) {
-    const std::string difference = hf_config_difference(spec, flavor, config);
+    std::string difference;
+    try {
+      difference = hf_config_difference(spec, flavor, config);
+    } catch (const CheckpointError& e) {
+      difference = fmt::format("no Hugging Face config ({})", e.what());
+    }
     if (difference.empty()) return flavor;
     differences.push_back(fmt::format("{}: {}", flavor, difference));
   }
@@ -136,7 +157,7 @@ ModelIdentity import_hf_to_checkpoint(const std::string& hf_dir, const std::stri
                                       identity.flavor, difference));
   }
   spec.from_hf(*model, folder.state_dict);
-  const ShardedStateDict pieces = whole_state(*model);
+  const ShardedStateDict pieces = whole_model_state(*model);
   const std::string tmp = step_dir + ".tmp";
   fs::remove_all(tmp);
   fs::create_directories(tmp);
@@ -153,11 +174,12 @@ void load_hf_into_pieces(const std::string& hf_dir, const std::string& family,
   check_model_type(spec, folder.config, hf_dir);
   auto full = spec.build_from_hf(folder.config);
   spec.from_hf(*full, folder.state_dict);
-  const auto params = full->named_parameters();
+  const auto whole_state = whole_model_state(*full);  // Qwen3-MoE's biases: zeros
   torch::NoGradGuard no_grad;
   for (auto& [name, piece] : model) {
     check_piece(name, piece);
-    const torch::Tensor* param = params.find(name);
+    auto it = whole_state.find(name);
+    const torch::Tensor* param = it == whole_state.end() ? nullptr : &it->second.local;
     if (!param) {
       throw CheckpointError(fmt::format("{}: the Hugging Face model has no parameter for tensor "
                                         "'{}'",

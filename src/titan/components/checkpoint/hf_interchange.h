@@ -24,6 +24,10 @@ struct HfExportOptions {
   uint64_t max_shard_bytes = kDefaultMaxShardBytes;  // see write_hf_folder
 };
 
+/// Every parameter and buffer (MoE expert biases) of `model` as a whole piece: what a
+/// checkpoint's model section holds, to read one into a whole model or write one from it.
+ShardedStateDict whole_model_state(models::CausalLM& model);
+
 /// The dtype checkpoint.export_dtype names: "float32", "bfloat16" or "float16". Throws
 /// ConfigError naming `key` and the valid names otherwise.
 torch::ScalarType export_dtype(const std::string& name, const std::string& key);
@@ -31,7 +35,8 @@ torch::ScalarType export_dtype(const std::string& name, const std::string& key);
 /// Writes the model of the checkpoint folder `step_dir` as the Hugging Face folder `out_dir`:
 /// the recorded family's model of the recorded flavor is built on CPU, filled from the
 /// checkpoint (read_sections: verified, any layout), and written with to_hf names, hf_config as
-/// config.json (torch_dtype set to the export dtype) and write_hf_folder's sharding. Throws
+/// config.json (torch_dtype set to the export dtype) and write_hf_folder's sharding; a non-zero
+/// buffer the format has no place for (Qwen3-MoE's expert biases) is warned about. Throws
 /// ConfigError for a family or flavor this build does not know, CheckpointError as
 /// read_metadata / read_sections / write_hf_folder do.
 void export_checkpoint_to_hf(const std::string& step_dir, const std::string& out_dir,
@@ -54,7 +59,8 @@ ModelIdentity import_hf_to_checkpoint(const std::string& hf_dir, const std::stri
 
 /// Fills the model pieces `model` (titan parameter names, any sharding) from the Hugging Face
 /// folder `hf_dir`: a model of `family` shaped as its config.json says (build_from_hf) takes the
-/// weights through from_hf, then each piece copies its rows of the parameter of its name.
+/// weights through from_hf, then each piece copies its rows of the parameter (or buffer: expert
+/// biases, zeros where the format has none) of its name.
 /// Throws CheckpointError when config.json's model_type is not the family's, naming a piece
 /// without such a parameter or whose global shape differs from it, and as load_hf_folder /
 /// from_hf do.

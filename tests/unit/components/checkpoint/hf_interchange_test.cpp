@@ -18,6 +18,7 @@
 #include "titan/components/checkpoint/shard_reader.h"
 #include "titan/components/checkpoint/shard_writer.h"
 #include "titan/errors.h"
+#include "titan/models/common/generate.h"
 #include "titan/models/common/hf_adapter.h"
 #include "titan/train/train_spec.h"
 
@@ -44,10 +45,11 @@ void expect_same_tensors(const TensorMap& expected, const TensorMap& actual) {
   }
 }
 
-// The model's parameters, as full tensors by titan name.
+// The model's parameters and buffers (MoE expert biases), as full tensors by titan name.
 testing::FullState params_of(models::CausalLM& model) {
   testing::FullState out;
   for (const auto& item : model.named_parameters()) out[item.key()] = item.value().detach();
+  for (const auto& item : model.named_buffers()) out[item.key()] = item.value();
   return out;
 }
 
@@ -200,8 +202,9 @@ TEST_F(HfInterchange, ShardedBf16ExportWithIndex) {
   }
 }
 
+// Qwen3-MoE files have no expert biases: they start at zero; DeepSeek-V3's are loaded.
 TEST_F(HfInterchange, InitialLoadInHfFillsShardedPieces) {
-  for (const std::string name : {"stories260K", "qwen3_tiny"}) {
+  for (const std::string name : {"stories260K", "qwen3_tiny", "qwen3_moe_tiny", "deepseek_v3_tiny"}) {
     SCOPED_TRACE(name);
     const auto hf = load_hf_folder(shared_model(name));
     const auto& spec =
@@ -229,6 +232,58 @@ TEST_F(HfInterchange, InitialLoadInHfFillsShardedPieces) {
     }
     const auto loaded = testing::gather(ranks);
     for (const auto& [n, t] : expected) EXPECT_TRUE(torch::equal(loaded.at(n), t)) << n;
+  }
+}
+
+// `titan generate --checkpoint` routes with the checkpoint's expert biases: its score is the
+// biased model's, not the one with zero biases.
+TEST_F(HfInterchange, GenerateRoutesWithTheCheckpointsExpertBiases) {
+  const auto& spec = train::get_train_spec("qwen3");
+  auto model = spec.build("debugmodel_moe_small");
+  model->init_weights(5);
+  std::vector<torch::Tensor> biases;
+  for (const auto& item : model->named_buffers()) biases.push_back(item.value());
+  ASSERT_EQ(biases.size(), 2u);
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& b : biases) b.narrow(0, 0, 2).fill_(5.0);  // experts 0 and 1 take every token
+  }
+  const auto step_dir = dir_ / "moe" / "step-3";
+  fs::create_directories(step_dir);
+  const auto full = params_of(*model);
+  for (int r = 0; r < 2; ++r) {
+    const auto pieces = testing::fsdp_pieces(full, r, 2);
+    write_rank_part(step_dir.string(), r, {{"model", &pieces}}, nlohmann::json::object());
+  }
+  finalize_checkpoint(step_dir.string(), 2,
+                      CheckpointHeader{3, {"qwen3", "debugmodel_moe_small"}});
+  const std::vector<int64_t> ids = {1, 17, 254, 3, 99, 400, 12, 511};
+  model->eval();
+  const double biased = models::prompt_loss(*model, ids);
+  for (auto& b : biases) b.zero_();
+  const double unbiased = models::prompt_loss(*model, ids);
+  auto r = testing::run_command(testing::titan_binary() + " generate --checkpoint " +
+                                step_dir.string() + " --prompt_ids 1,17,254,3,99,400,12,511 --score");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto at = r.output.find("loss: ");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  const double scored = std::stod(r.output.substr(at + 6));
+  EXPECT_NEAR(scored, biased, 2e-6);  // printed with 6 decimals
+  EXPECT_GT(std::abs(biased - unbiased), 1e-4) << "the biases change the routing";
+}
+
+// The softmax DeepSeek flavors have no DeepseekV3 config: matching a config.json names that for
+// each, and ends as "matches no flavor" rather than failing on the first.
+TEST_F(HfInterchange, DeepseekFlavorMatchingSaysWhichFlavorsHaveNoHfConfig) {
+  const auto hf = load_hf_folder(shared_model("deepseek_v3_tiny"));
+  try {
+    flavor_for_hf_config(train::get_train_spec("deepseek_v3"), hf.config);
+    FAIL() << "no CheckpointError";
+  } catch (const CheckpointError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("matches no deepseek_v3 flavor"), std::string::npos) << what;
+    EXPECT_NE(what.find("debugmodel: no Hugging Face config"), std::string::npos) << what;
+    EXPECT_NE(what.find("671B: "), std::string::npos) << what;
   }
 }
 
