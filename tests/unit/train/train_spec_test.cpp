@@ -8,10 +8,12 @@ namespace titan::train {
 namespace {
 
 TEST(TrainSpecRegistry, ListsFamilies) {
-  EXPECT_EQ(train_spec_names(), (std::vector<std::string>{"llama3", "qwen3"}));
+  EXPECT_EQ(train_spec_names(), (std::vector<std::string>{"llama3", "qwen3", "deepseek_v3"}));
   EXPECT_EQ(get_train_spec("qwen3").name, "qwen3");
   EXPECT_EQ(train_spec_for_hf_model_type("llama").name, "llama3");
   EXPECT_EQ(train_spec_for_hf_model_type("qwen3").name, "qwen3");
+  EXPECT_EQ(train_spec_for_hf_model_type("qwen3_moe").name, "qwen3");
+  EXPECT_EQ(train_spec_for_hf_model_type("deepseek_v3").name, "deepseek_v3");
 }
 
 TEST(TrainSpecRegistry, UnknownNamesListTheValidOnes) {
