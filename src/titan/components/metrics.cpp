@@ -56,6 +56,7 @@ void MetricsLogger::record(const StepMetrics& m) {
                       {"step_time_s", m.step_time_s},
                       {"data_time_s", m.data_time_s},
                       {"cpu_threads", m.cpu_threads}};
+  if (m.all_to_all_s) j["all_to_all_s"] = *m.all_to_all_s;
   for (const auto& load : m.expert_loads) {
     j["expert_load"][std::to_string(load.layer)] = {{"max", load.max}, {"min", load.min}};
   }

@@ -41,6 +41,8 @@ struct StepMetrics {
   double data_time_s = 0;   // mean seconds per step spent loading data
   int64_t cpu_threads = 0;  // intra-op threads at the record (they follow the free cores)
   std::vector<ExpertLoad> expert_loads;  // every MoE layer's, in the recorded step
+  /// Expert parallelism: mean seconds per step in the forward dispatch / combine all-to-alls.
+  std::optional<double> all_to_all_s;
 };
 
 /// "step: 10  loss: 5.1234  grad_norm: 1.2345  memory: 1.23GiB(4.56%)  tps: 12,345
@@ -51,7 +53,8 @@ std::string format_step_line(const StepMetrics& m);
 /// record to it (keys step, loss, grad_norm, lr, tps, tflops, mfu (null when unknown),
 /// memory_gib, max_active_gib, max_reserved_gib, num_alloc_retries, num_ooms, tokens_seen,
 /// consumed_samples, step_time_s, data_time_s, cpu_threads; for MoE models expert_load:
-/// {"<layer>": {"max": .., "min": ..}}). A resumed run appends.
+/// {"<layer>": {"max": .., "min": ..}}; with expert parallelism all_to_all_s). A resumed run
+/// appends.
 class MetricsLogger {
  public:
   explicit MetricsLogger(const std::string& jsonl_path);

@@ -70,6 +70,7 @@ struct ParallelismSection {
   int64_t pipeline_parallel_last_stage_less_layers = 1;
   std::vector<std::vector<std::string>> module_fqns_per_model_part;  // empty: the even split
   int64_t expert_parallel_degree = 1;
+  int64_t expert_tensor_parallel_degree = 1;  // TorchTitan's ETP: 1 (experts whole) or tp
 };
 
 struct CheckpointSection {

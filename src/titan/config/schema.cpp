@@ -219,7 +219,14 @@ std::vector<FieldSpec> build_schema() {
             "The modules of each pipeline stage, in stage order (tok_embeddings, layers.N, "
             "norm, output), instead of the even split; empty = the even split"),
       field("parallelism", "expert_parallel_degree", &C::parallelism,
-            &ParallelismSection::expert_parallel_degree, "Expert-parallel degree (MoE)",
+            &ParallelismSection::expert_parallel_degree,
+            "Expert-parallel degree (MoE): ranks borrowed from data_parallel_shard x "
+            "context_parallel x tensor_parallel, each holding 1/ep of the routed experts",
+            {{}, 1.0}),
+      field("parallelism", "expert_tensor_parallel_degree", &C::parallelism,
+            &ParallelismSection::expert_tensor_parallel_degree,
+            "Tensor-parallel degree of the routed experts under expert parallelism: 1 (each "
+            "expert whole on its rank) or tensor_parallel_degree",
             {{}, 1.0}),
       // checkpoint
       field("checkpoint", "enable", &C::checkpoint, &CheckpointSection::enable,

@@ -109,6 +109,23 @@ struct GatherLastDim : public torch::autograd::Function<GatherLastDim> {
   }
 };
 
+struct AllToAllRows : public torch::autograd::Function<AllToAllRows> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x,
+                               std::vector<int64_t> out_splits, std::vector<int64_t> in_splits,
+                               const GroupState& group) {
+    platform::save_state(ctx, group);
+    ctx->saved_data["out"] = out_splits;
+    ctx->saved_data["in"] = in_splits;
+    return group->value->all_to_all(x, out_splits, in_splits, "EP all-to-all of tokens");
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grads) {
+    // The rows travel back the way they came: what this rank received, it returns.
+    auto out = ctx->saved_data["out"].toIntVector(), in = ctx->saved_data["in"].toIntVector();
+    return {group_of(ctx).all_to_all(grads[0], in, out, "EP all-to-all of token gradients"),
+            torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
 GroupState handle(ProcessGroup& group) { return platform::autograd_state(&group); }
 
 }  // namespace
@@ -142,6 +159,12 @@ torch::Tensor reduce_scatter_along(const torch::Tensor& x, int64_t dim, ProcessG
 torch::Tensor gather_last_dim(const torch::Tensor& x, ProcessGroup& group) {
   if (group.size() == 1) return x;
   return GatherLastDim::apply(x, handle(group));
+}
+
+torch::Tensor all_to_all_rows(const torch::Tensor& x, const std::vector<int64_t>& out_splits,
+                              const std::vector<int64_t>& in_splits, ProcessGroup& group) {
+  if (group.size() == 1) return x;
+  return AllToAllRows::apply(x, out_splits, in_splits, handle(group));
 }
 
 }  // namespace titan::distributed

@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <vector>
 
 #include "titan/distributed/process_group.h"
 
@@ -37,5 +38,11 @@ torch::Tensor reduce_scatter_along(const torch::Tensor& x, int64_t dim, ProcessG
 /// gradient (every rank computes the same loss from the gathered tensor, e.g. logits gathered
 /// over a vocab-parallel output without loss parallelism).
 torch::Tensor gather_last_dim(const torch::Tensor& x, ProcessGroup& group);
+
+/// x: [sum in_splits, ...], in_splits[j] rows for group rank j -> the rows every rank sent
+/// here, [sum out_splits, ...] in rank order (ProcessGroup::all_to_all); backward sends each
+/// row's gradient back to the rank it came from (expert parallelism's dispatch and combine).
+torch::Tensor all_to_all_rows(const torch::Tensor& x, const std::vector<int64_t>& out_splits,
+                              const std::vector<int64_t>& in_splits, ProcessGroup& group);
 
 }  // namespace titan::distributed

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <map>
+#include <set>
 
 #include "titan/models/common/transformer_block.h"
 #include "titan/platform/autograd_state.h"
@@ -149,16 +150,15 @@ void FsdpUnit::regather(const std::vector<torch::Tensor>& gathered) {
 std::shared_ptr<Fsdp> Fsdp::apply(models::CausalLM& model,
                                   std::shared_ptr<ProcessGroup> shard_group,
                                   std::shared_ptr<ProcessGroup> replicate_group,
-                                  FsdpOptions options) {
+                                  FsdpOptions options, const FsdpExpertGroup& experts) {
   torch::NoGradGuard no_grad;
   std::map<c10::TensorImpl*, std::string> names;
   for (const auto& item : model.named_parameters()) {
     names[item.value().unsafeGetTensorImpl()] = item.key();
   }
-  int64_t size = shard_group->size();
-  int64_t rank = shard_group->rank();
   auto make_unit = [&](const std::vector<models::WeightModule*>& modules, const std::string& name,
-                       FsdpOptions unit_options) {
+                       FsdpOptions unit_options, const std::shared_ptr<ProcessGroup>& group) {
+    const int64_t size = group->size(), rank = group->rank();
     std::vector<FsdpParam> params;
     for (auto* m : modules) {
       FsdpParam p;
@@ -173,29 +173,39 @@ std::shared_ptr<Fsdp> Fsdp::apply(models::CausalLM& model,
       p.shard = m->weight;
       params.push_back(p);
     }
-    return std::make_shared<FsdpUnit>(std::move(params), shard_group, replicate_group,
-                                      unit_options, name);
+    return std::make_shared<FsdpUnit>(std::move(params), group, replicate_group, unit_options,
+                                      name);
   };
+  const std::set<models::WeightModule*> expert_modules(experts.modules.begin(),
+                                                       experts.modules.end());
   auto fsdp = std::make_shared<Fsdp>();
   std::vector<torch::nn::Module*> block_modules;
-  std::map<int64_t, std::shared_ptr<FsdpUnit>> block_units;  // by global layer id
+  std::map<int64_t, std::vector<std::shared_ptr<FsdpUnit>>> block_units;  // by global layer id
   for (const auto& block : model.blocks()) {
     block_modules.push_back(block.module);
-    auto unit = make_unit(models::weight_modules(*block.module),
-                          fmt::format("layers.{}", block.layer_id), options);
-    block_units[block.layer_id] = unit;
-    fsdp->units_.push_back(unit);
+    std::vector<models::WeightModule*> dense, routed;
+    for (auto* m : models::weight_modules(*block.module)) {
+      (expert_modules.count(m) ? routed : dense).push_back(m);
+    }
+    const auto name = fmt::format("layers.{}", block.layer_id);
+    auto& units = block_units[block.layer_id];
+    units.push_back(make_unit(dense, name, options, shard_group));
+    if (!routed.empty()) {
+      units.push_back(make_unit(routed, name + " experts", options, experts.shard_group));
+    }
+    fsdp->units_.insert(fsdp->units_.end(), units.begin(), units.end());
   }
   model.add_block_wrapper([block_units](int64_t layer, const torch::Tensor& x,
                                         const models::CausalLM::TensorFn& inner) {
-    auto unit = block_units.at(layer);
-    auto gathered = unit->gather();
+    const auto& units = block_units.at(layer);
+    std::vector<std::vector<torch::Tensor>> gathered;
+    for (const auto& unit : units) gathered.push_back(unit->gather());
     auto out = inner(x);
-    bool reshard = unit->options().reshard_after_forward && out.requires_grad();
-    unit->release(gathered, reshard);
+    const bool reshard = units.front()->options().reshard_after_forward && out.requires_grad();
+    for (size_t i = 0; i < units.size(); ++i) units[i]->release(gathered[i], reshard);
     if (reshard) {
-      out.register_hook([unit, gathered](const torch::Tensor& grad) {
-        unit->regather(gathered);
+      out.register_hook([units, gathered](const torch::Tensor& grad) {
+        for (size_t i = 0; i < units.size(); ++i) units[i]->regather(gathered[i]);
         return grad;
       });
     }
@@ -206,7 +216,7 @@ std::shared_ptr<Fsdp> Fsdp::apply(models::CausalLM& model,
   if (root_modules.empty()) return fsdp;
   FsdpOptions root_options = options;
   root_options.reshard_after_forward = false;
-  auto root = make_unit(root_modules, "root", root_options);
+  auto root = make_unit(root_modules, "root", root_options, shard_group);
   fsdp->units_.push_back(root);
   model.add_model_wrapper([root](int64_t, const torch::Tensor& input,
                                  const models::CausalLM::TensorFn& inner) {

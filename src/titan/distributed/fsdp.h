@@ -75,23 +75,33 @@ class FsdpUnit {
   std::string name_;
 };
 
+/// Weights sharded over another group than the rest of their block: expert parallelism's
+/// experts, over the efsdp ranks that hold the same experts (TorchTitan's sparse mesh).
+struct FsdpExpertGroup {
+  std::shared_ptr<ProcessGroup> shard_group;
+  std::vector<models::WeightModule*> modules;
+};
+
 /// FSDP applied to a model: the units and what the trainer and checkpoints need from them.
 class Fsdp {
  public:
   /// Shards `model`'s parameters in place (each rank keeps its rows) and installs the unit
   /// wrappers around the blocks and the whole forward. `shard_group` may have size 1 (DDP
-  /// when `replicate_group` has more ranks). Call after activation checkpointing is applied.
+  /// when `replicate_group` has more ranks). A block's weights in `experts` form a unit of
+  /// their own over its group, gathered and released with the block. Call after activation
+  /// checkpointing is applied.
   static std::shared_ptr<Fsdp> apply(models::CausalLM& model,
                                      std::shared_ptr<ProcessGroup> shard_group,
                                      std::shared_ptr<ProcessGroup> replicate_group,
-                                     FsdpOptions options);
+                                     FsdpOptions options, const FsdpExpertGroup& experts = {});
 
   /// The sharded parameters (what the optimizer updates), in a fixed order.
   std::vector<torch::Tensor> parameters() const;
   /// Sum over parameters() of weights[i] * ||grad_i||^2 (float64), over the shards of the
   /// shard group (replicas hold identical values and are counted once). The square root is
   /// the gradient norm when all weights are 1; tensor parallelism weights its replicated
-  /// parameters by 1 / tp and sums over its group too (collective over the shard group).
+  /// parameters by 1 / tp and sums over its group too (collective over the shard group; the
+  /// expert units' shards are distinct over shard group x tp, which spans ep x efsdp).
   double grad_sq_sum(const std::vector<double>& weights);
   /// `tensors` (one per parameter, in parameters() order, same shapes as the shards) as
   /// ShardedTensors under `prefix` + name, e.g. the optimizer's moments.

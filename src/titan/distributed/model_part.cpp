@@ -27,6 +27,12 @@ TensorParallel& ModelPart::enable_tensor_parallel(std::shared_ptr<ProcessGroup> 
   return *tp_;
 }
 
+ExpertParallel& ModelPart::enable_expert_parallel(std::shared_ptr<ProcessGroup> group) {
+  ep_ = std::make_unique<ExpertParallel>(*model_, std::move(group));
+  for (auto* m : ep_->modules()) tp_->exclude(*m);
+  return *ep_;
+}
+
 void ModelPart::set_fsdp(std::shared_ptr<Fsdp> fsdp, torch::ScalarType compute_dtype) {
   fsdp_ = std::move(fsdp);
   compute_dtype_ = compute_dtype;
@@ -67,6 +73,7 @@ components::checkpoint::ShardedStateDict ModelPart::state(const std::vector<torc
                                                           const std::string& prefix,
                                                           bool loading) {
   auto local = fsdp().shard_view(tensors, prefix);
+  if (ep_) local = ep_->to_global(std::move(local), prefix);
   return loading ? tp_->for_load(local, prefix) : tp_->to_global(local, prefix);
 }
 

@@ -4,7 +4,8 @@
 // parallel slices), this object tells the trainer and checkpoints: which tensors the optimizer
 // updates, how the gradient norm sums over ranks, where each piece sits in the whole model.
 // A family's parallelize function (TrainSpec::parallelize) fills it in a fixed order:
-// tensor parallelism, activation checkpointing, then FSDP (always last: it owns the shards).
+// tensor parallelism, expert parallelism, activation checkpointing, then FSDP (always last: it
+// owns the shards).
 #pragma once
 
 #include <torch/torch.h>
@@ -13,6 +14,7 @@
 
 #include "titan/components/checkpoint/sharded_tensor.h"
 #include "titan/distributed/device_mesh.h"
+#include "titan/distributed/expert_parallel.h"
 #include "titan/distributed/fsdp.h"
 #include "titan/distributed/tensor_parallel.h"
 #include "titan/models/common/causal_lm.h"
@@ -31,6 +33,14 @@ class ModelPart {
   /// Turns tensor parallelism on over `group` (before the family's plan is applied).
   TensorParallel& enable_tensor_parallel(std::shared_ptr<ProcessGroup> group,
                                          TensorParallelOptions options);
+  /// Splits the routed experts of every MoE layer over `group` (expert_parallel.h); tensor
+  /// parallelism then leaves the expert weights alone.
+  ExpertParallel& enable_expert_parallel(std::shared_ptr<ProcessGroup> group);
+  /// Null without expert parallelism.
+  ExpertParallel* expert_parallel() { return ep_.get(); }
+  /// Seconds spent in expert parallelism's forward all-to-alls since the last call (0
+  /// without it).
+  double take_all_to_all_seconds() { return ep_ ? ep_->take_seconds() : 0.0; }
   /// Records FSDP as applied (apply_fsdp) and the dtype the blocks compute in.
   void set_fsdp(std::shared_ptr<Fsdp> fsdp, torch::ScalarType compute_dtype);
   torch::ScalarType compute_dtype() const { return compute_dtype_; }
@@ -64,6 +74,7 @@ class ModelPart {
 
   std::shared_ptr<models::CausalLM> model_;
   std::unique_ptr<TensorParallel> tp_;
+  std::unique_ptr<ExpertParallel> ep_;
   std::shared_ptr<Fsdp> fsdp_;
   torch::ScalarType compute_dtype_ = torch::kFloat;
 };

@@ -16,6 +16,14 @@ TensorParallel& enable_tensor_parallel(ModelPart& part, const DeviceMesh& mesh,
   return part.enable_tensor_parallel(group, options);
 }
 
+void apply_expert_parallel(ModelPart& part, const ParallelDims& dims, const DeviceMesh& mesh) {
+  if (!dims.ep_enabled()) return;
+  auto group = mesh["ep"];
+  log::info("Expert parallel over {} ranks; expert weights sharded by FSDP over {} rank(s)",
+            group->size(), dims.efsdp());
+  part.enable_expert_parallel(group);
+}
+
 bool reshard_after_forward(const config::ParallelismSection& parallelism,
                            const ParallelDims& dims) {
   const auto& policy = parallelism.fsdp_reshard_after_forward;
@@ -29,8 +37,11 @@ void apply_fsdp(ModelPart& part, const ParallelDims& dims, const DeviceMesh& mes
     options.param_dtype = torch::kBFloat16;
   }
   options.reshard_after_forward = reshard_after_forward(job.parallelism, dims);
-  part.set_fsdp(Fsdp::apply(part.model(), mesh["dp_shard_cp"], mesh["dp_replicate"], options),
-                options.param_dtype);
+  FsdpExpertGroup experts;
+  if (auto* ep = part.expert_parallel()) experts = {mesh["efsdp"], ep->modules()};
+  part.set_fsdp(
+      Fsdp::apply(part.model(), mesh["dp_shard_cp"], mesh["dp_replicate"], options, experts),
+      options.param_dtype);
 }
 
 }  // namespace titan::distributed

@@ -1,7 +1,7 @@
 // The apply_* steps a family's parallelize function (TrainSpec::parallelize) calls, in
-// TorchTitan's order, that are not the family's own plan: tensor parallelism's switch and
-// FSDP / HSDP / DDP. (Activation checkpointing: activation_checkpoint.h; a family's tensor-
-// parallel plan: e.g. models/common/tensor_parallel_plan.h.)
+// TorchTitan's order, that are not the family's own plan: tensor parallelism's switch, expert
+// parallelism, and FSDP / HSDP / DDP. (Activation checkpointing: activation_checkpoint.h; a
+// family's tensor-parallel plan: e.g. models/common/tensor_parallel_plan.h.)
 #pragma once
 
 #include "titan/config/job_config.h"
@@ -15,6 +15,11 @@ namespace titan::distributed {
 /// parallelism as `parallelism` says; returns it for the family's plan.
 TensorParallel& enable_tensor_parallel(ModelPart& part, const DeviceMesh& mesh,
                                        const config::ParallelismSection& parallelism);
+
+/// With parallelism.expert_parallel_degree > 1: splits the routed experts of `part`'s MoE layers
+/// over the mesh's ep group, tokens dispatched to them by all-to-all (expert_parallel.h); FSDP
+/// then shards the expert weights over efsdp. Call after the tensor-parallel plan.
+void apply_expert_parallel(ModelPart& part, const ParallelDims& dims, const DeviceMesh& mesh);
 
 /// Whether FSDP frees a block's gathered parameters after its forward:
 /// parallelism.fsdp_reshard_after_forward "always", or "default" without pipeline parallelism

@@ -9,6 +9,7 @@
 #endif
 
 #include <cstdlib>
+#include <numeric>
 
 #include "titan/errors.h"
 #include "titan/platform/env.h"
@@ -121,6 +122,27 @@ torch::Tensor ProcessGroup::reduce_scatter(const torch::Tensor& t, const std::st
   torch::Tensor in = on_device(t);                               // in: [size * n]
   torch::Tensor out = torch::empty({t.numel() / size()}, in.options());  // out: [n]
   wait(backend_->_reduce_scatter_base(out, in), what);
+  return out.to(t.device());
+}
+
+torch::Tensor ProcessGroup::all_to_all(const torch::Tensor& t,
+                                       const std::vector<int64_t>& out_splits,
+                                       const std::vector<int64_t>& in_splits,
+                                       const std::string& what) {
+  const auto total = [](const std::vector<int64_t>& v) {
+    return std::accumulate(v.begin(), v.end(), int64_t{0});
+  };
+  TORCH_CHECK(t.dim() >= 1 && static_cast<int>(in_splits.size()) == size() &&
+                  static_cast<int>(out_splits.size()) == size() && total(in_splits) == t.size(0),
+              "all_to_all of ", what, ": splits must have ", size(), " entries and the input's ",
+              t.size(0), " rows");
+  if (!backend_) return t.clone();
+  torch::Tensor in = on_device(t);  // in: [sum in_splits, ...]
+  auto shape = t.sizes().vec();
+  shape[0] = total(out_splits);
+  torch::Tensor out = torch::empty(shape, in.options());  // out: [sum out_splits, ...]
+  auto out_sizes = out_splits, in_sizes = in_splits;
+  wait(backend_->alltoall_base(out, in, out_sizes, in_sizes), what);
   return out.to(t.device());
 }
 

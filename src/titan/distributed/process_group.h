@@ -70,6 +70,11 @@ class ProcessGroup {
   /// Sum over ranks of `t`, scattered: `t` is [size * n]; the result is this rank's [n] chunk
   /// of the sum.
   torch::Tensor reduce_scatter(const torch::Tensor& t, const std::string& what);
+  /// Rows of `t` [sum in_splits, ...] sent to each rank: in_splits[j] consecutive rows to group
+  /// rank j; returns the rows received, [sum out_splits, ...], out_splits[j] from rank j, in
+  /// rank order (splits may be 0; every rank's in_splits[r] equals rank r's out_splits here).
+  torch::Tensor all_to_all(const torch::Tensor& t, const std::vector<int64_t>& out_splits,
+                           const std::vector<int64_t>& in_splits, const std::string& what);
   /// Blocks until every member arrives.
   void barrier(const std::string& what);
   /// Starts sending `t` to group rank `dst`, matched by the receive of the same `tag` (Gloo;

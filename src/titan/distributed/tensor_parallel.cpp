@@ -59,6 +59,14 @@ void TensorParallel::replicate(models::WeightModule& m, bool partial_grads) {
   by_param_[m.weight.unsafeGetTensorImpl()] = Placement{Layout::Replicate, partial_grads, m.weight};
 }
 
+void TensorParallel::exclude(models::WeightModule& m) {
+  Placement elsewhere{Layout::Elsewhere, false, m.weight};
+  by_param_[m.weight.unsafeGetTensorImpl()] = elsewhere;
+  for (auto& [name, placement] : by_name_) {
+    if (placement.param.is_same(m.weight)) placement = elsewhere;
+  }
+}
+
 void TensorParallel::finish(torch::nn::Module& model) {
   for (const auto& item : model.named_parameters()) {
     auto it = by_param_.find(item.value().unsafeGetTensorImpl());
@@ -114,7 +122,7 @@ std::vector<double> TensorParallel::norm_weights(const std::vector<torch::Tensor
   std::vector<double> weights;
   for (const auto& p : params) {
     auto it = by_param_.find(p.unsafeGetTensorImpl());
-    bool replicated = it == by_param_.end() || it->second.layout == Layout::Replicate;
+    const bool replicated = it == by_param_.end() || it->second.layout == Layout::Replicate;
     weights.push_back(replicated ? 1.0 / size() : 1.0);
   }
   return weights;
@@ -149,6 +157,8 @@ components::checkpoint::ShardedStateDict TensorParallel::to_global(
         piece.local = all_gather_along(piece.local, 1, *group_);  // no autograd: plain tensors
         piece.global_shape[1] *= size();
         piece.writer = piece.writer && rank() == 0;
+        break;
+      case Layout::Elsewhere:
         break;
     }
     out[key] = piece;

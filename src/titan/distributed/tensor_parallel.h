@@ -42,7 +42,8 @@ void check_tensor_parallel(models::CausalLM& model, int tp, int64_t seq_len,
 
 class TensorParallel {
  public:
-  enum class Layout { Replicate, Rows, Columns };
+  /// Elsewhere: another mesh dimension splits it (expert parallelism); tp leaves it alone.
+  enum class Layout { Replicate, Rows, Columns, Elsewhere };
 
   /// `group`: the tp mesh dimension (size 1: every function below is the identity).
   TensorParallel(std::shared_ptr<ProcessGroup> group, TensorParallelOptions options);
@@ -60,6 +61,9 @@ class TensorParallel {
   /// Keeps m.weight whole. `partial_grads`: ranks use it on different data (sequence shards,
   /// head groups), so its gradient is summed over the group after backward.
   void replicate(models::WeightModule& m, bool partial_grads);
+  /// Hands m.weight to another parallelism (expert parallelism, over ranks that include this
+  /// group's): its gradient, norm and checkpoint pieces are then this rank's own.
+  void exclude(models::WeightModule& m);
   /// Records the parameter names of `model` (call once the plan is applied).
   void finish(torch::nn::Module& model);
 

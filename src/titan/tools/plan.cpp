@@ -25,28 +25,41 @@ struct Unit {
   int64_t rank_params = 0;
 };
 
-// Adds `module`'s parameters not yet `seen` to `unit`. Tensor parallelism splits every 2-D
-// weight (column- or row-wise, vocab-parallel for the embedding and output) and replicates
-// the 1-D norm weights; FSDP then shards each parameter over `fsdp` ranks.
-void add_params(Unit& unit, const std::vector<torch::Tensor>& params, int64_t tp, int64_t fsdp,
+// How a layout divides the parameters: tensor parallelism splits every 2-D weight (column- or
+// row-wise, vocab-parallel for the embedding and output) and replicates the 1-D norm weights;
+// FSDP then shards each over `fsdp` ranks. The routed experts' [E, ...] weights are whole
+// across tp; expert parallelism keeps 1/ep of them, which FSDP shards over efsdp.
+struct Division {
+  int64_t tp = 1, fsdp = 1, ep = 1, efsdp = 1;
+  std::unordered_set<const void*> experts;
+};
+
+// Adds the parameters not yet `seen` to `unit`.
+void add_params(Unit& unit, const std::vector<torch::Tensor>& params, const Division& d,
                 std::unordered_set<const void*>& seen) {
   for (const auto& p : params) {
     if (!seen.insert(p.unsafeGetTensorImpl()).second) continue;
-    int64_t tp_numel = p.dim() == 2 ? ceil_div(p.numel(), tp) : p.numel();
+    if (d.experts.count(p.unsafeGetTensorImpl())) {
+      const int64_t local = ceil_div(p.numel(), d.ep);
+      unit.tp_params += local;
+      unit.rank_params += ceil_div(local, d.efsdp);
+      continue;
+    }
+    const int64_t tp_numel = p.dim() == 2 ? ceil_div(p.numel(), d.tp) : p.numel();
     unit.tp_params += tp_numel;
-    unit.rank_params += ceil_div(tp_numel, fsdp);
+    unit.rank_params += ceil_div(tp_numel, d.fsdp);
   }
 }
 
-std::vector<Unit> fsdp_units(models::CausalLM& model, int64_t tp, int64_t fsdp) {
+std::vector<Unit> fsdp_units(models::CausalLM& model, const Division& d) {
   std::vector<Unit> units;
   std::unordered_set<const void*> seen;
   for (const auto& block : model.blocks()) {
     units.push_back({fmt::format("layers.{}", block.layer_id)});
-    add_params(units.back(), block.module->parameters(), tp, fsdp, seen);
+    add_params(units.back(), block.module->parameters(), d, seen);
   }
   units.push_back({"root"});
-  add_params(units.back(), model.parameters(), tp, fsdp, seen);
+  add_params(units.back(), model.parameters(), d, seen);
   return units;
 }
 
@@ -113,8 +126,23 @@ LayoutPlan plan_layout(models::CausalLM& model, const config::JobConfig& job,
   const int64_t compute_bytes = dtype_bytes(plan.compute_dtype);
   const int64_t reduce_bytes = dtype_bytes(job.training.mixed_precision_reduce);
 
+  Division division{tp, fsdp, dims.ep, dims.ep_enabled() ? dims.efsdp() : fsdp, {}};
+  std::vector<models::MoEImpl*> moe_layers;
+  for (const auto& block : model.blocks()) {
+    if (auto* moe = block.module->feed_forward->as<models::MoEImpl>()) {
+      moe_layers.push_back(moe);
+      for (const auto& p : moe->experts->parameters()) {
+        division.experts.insert(p.unsafeGetTensorImpl());
+      }
+    }
+  }
+  Unit experts;
+  std::unordered_set<const void*> seen;
+  for (auto* moe : moe_layers) add_params(experts, moe->experts->parameters(), division, seen);
+  plan.expert_params_per_rank = experts.rank_params;
+
   int64_t gathered_all = 0;
-  const auto units = fsdp_units(model, tp, fsdp);
+  const auto units = fsdp_units(model, division);
   for (const auto& unit : units) {
     plan.params_per_rank += unit.rank_params;
     gathered_all += unit.tp_params;
@@ -124,13 +152,6 @@ LayoutPlan plan_layout(models::CausalLM& model, const config::JobConfig& job,
     }
   }
   plan.root_unit_params = units.back().tp_params;
-  for (const auto& block : model.blocks()) {
-    if (auto* moe = block.module->feed_forward->as<models::MoEImpl>()) {
-      for (const auto& p : moe->experts->parameters()) {
-        plan.expert_params_per_rank += ceil_div(p.numel(), fsdp);
-      }
-    }
-  }
 
   MemoryEstimate& m = plan.memory;
   m.params = static_cast<double>(plan.params_per_rank) * kFp32;
@@ -165,11 +186,18 @@ LayoutPlan plan_layout(models::CausalLM& model, const config::JobConfig& job,
     m.logits = static_cast<double>(plan.tokens_per_rank) * ceil_div(shape.vocab_size, tp) *
                (compute_bytes + kFp32);
   }
-  if (dims.ep > 1) {
-    plan.caveats.push_back(fmt::format(
-        "expert_parallel_degree = {} is not modelled (every rank is counted as holding all the "
-        "experts, sharded by FSDP only)",
-        dims.ep));
+  if (dims.ep_enabled()) {
+    // Every routed copy of this rank's step tokens goes out and back in forward, and again
+    // for the gradients; (ep - 1) / ep of them leave the rank.
+    const int64_t dp_batch = job.training.global_batch_size > 0
+                                 ? job.training.global_batch_size / dims.dp()
+                                 : job.training.local_batch_size;
+    const int64_t step_tokens =
+        dp_batch * job.training.seq_len / dims.cp / (plan.sequence_parallel ? tp : 1);
+    for (auto* moe : moe_layers) {
+      plan.all_to_all_bytes_per_step += 4 * step_tokens * moe->args.top_k * shape.dim *
+                                        compute_bytes * (dims.ep - 1) / dims.ep;
+    }
   }
   return plan;
 }

@@ -47,8 +47,11 @@ struct LayoutPlan {
   /// divided by dp_shard x cp).
   int64_t params_per_rank = 0;
   /// Of them, the routed experts' (mixture-of-experts layers; replicated across tp, sharded by
-  /// FSDP on the expert dimension).
+  /// FSDP on the expert dimension; with expert parallelism 1/ep of them, sharded over efsdp).
   int64_t expert_params_per_rank = 0;
+  /// Expert parallelism: bytes this rank sends by all-to-all in one step (each routed copy of
+  /// its tokens leaving for another rank's expert and coming back, forward and backward).
+  int64_t all_to_all_bytes_per_step = 0;
   /// Parameters after tensor parallelism of FSDP's root unit (embedding, final norm, output;
   /// never resharded, fsdp.h) and of its largest block unit "layers.N".
   int64_t root_unit_params = 0;
@@ -73,7 +76,7 @@ struct LayoutPlan {
   /// activations are split by tp too.
   bool sequence_parallel = false;
   MemoryEstimate memory;  // bytes per rank
-  /// What the estimate leaves out for this layout (expert parallelism).
+  /// What the estimate leaves out for this layout.
   std::vector<std::string> caveats;
 };
 

@@ -28,11 +28,21 @@ void print_plan(const tools::LayoutPlan& plan, const distributed::ParallelDims& 
                      with_commas(plan.params_per_rank), dims.tp,
                      plan.expert_params_per_rank > 0 ? ", not the routed experts" : "", fsdp);
   if (plan.expert_params_per_rank > 0) {
+    const std::string split =
+        dims.ep_enabled()
+            ? fmt::format("expert parallel: 1/{} of the experts, FSDP shards them over efsdp = {}",
+                          dims.ep, dims.efsdp())
+            : "replicated across tp, FSDP shards them on the expert dimension";
     out << fmt::format("  routed experts per rank: {} parameters, {:.2f} GiB with their gradients "
-                       "and AdamW state (replicated across tp, FSDP shards them on the expert "
-                       "dimension)\n",
+                       "and AdamW state ({})\n",
                        with_commas(plan.expert_params_per_rank),
-                       gib(4.0 * plan.expert_params_per_rank * sizeof(float)));
+                       gib(4.0 * plan.expert_params_per_rank * sizeof(float)), split);
+  }
+  if (plan.all_to_all_bytes_per_step > 0) {
+    out << fmt::format("  expert all-to-all per rank and step: {:.3f} GiB sent (routed copies "
+                       "out and back, forward and backward, in {})\n",
+                       gib(static_cast<double>(plan.all_to_all_bytes_per_step)),
+                       plan.compute_dtype);
   }
   out << fmt::format("  memory per rank (estimate): {:.2f} GiB\n", gib(m.total()));
   out << fmt::format("    parameters   {:8.2f} GiB  fp32 shards\n", gib(m.params));

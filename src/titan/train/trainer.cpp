@@ -8,6 +8,7 @@
 #include "titan/components/manifest.h"
 #include "titan/config/resolve.h"
 #include "titan/errors.h"
+#include "titan/models/common/transformer_block.h"
 #include "titan/platform/blas.h"
 #include "titan/platform/device.h"
 #include "titan/platform/logging.h"
@@ -32,10 +33,54 @@ distributed::SplitFn splitter(const config::JobConfig& job) {
 
 }  // namespace
 
+namespace {
+
+// Expert parallelism's degrees against the model: experts divisible, MoE layers present, and
+// the tensor-parallel ranks it borrows routing different tokens.
+void check_expert_parallel(const config::ParallelismSection& p,
+                           const distributed::ParallelDims& dims, models::CausalLM& model) {
+  const int64_t etp = p.expert_tensor_parallel_degree;
+  if (etp != 1 && etp != dims.tp) {
+    throw ConfigError(fmt::format("parallelism.expert_tensor_parallel_degree = {} must be 1 or "
+                                  "tensor_parallel_degree ({})",
+                                  etp, dims.tp));
+  }
+  if (etp > 1) {
+    throw ConfigError(fmt::format("parallelism.expert_tensor_parallel_degree = {} (experts split "
+                                  "by tensor parallelism under expert parallelism) is not built "
+                                  "in titan yet; set it to 1",
+                                  etp));
+  }
+  if (!dims.ep_enabled()) return;
+  int64_t moe_layers = 0;
+  for (const auto& block : model.blocks()) {
+    auto* moe = block.module->feed_forward->as<models::MoEImpl>();
+    if (!moe) continue;
+    ++moe_layers;
+    if (moe->args.num_experts % dims.ep != 0) {
+      throw ConfigError(fmt::format("parallelism.expert_parallel_degree = {} must divide the "
+                                    "model's {} routed experts per layer",
+                                    dims.ep, moe->args.num_experts));
+    }
+  }
+  if (moe_layers == 0) {
+    throw ConfigError(fmt::format("parallelism.expert_parallel_degree = {}: the model has no "
+                                  "mixture-of-experts layer to split; set it to 1",
+                                  dims.ep));
+  }
+  if (dims.tp_enabled() && p.disable_sequence_parallel) {
+    throw ConfigError("parallelism.expert_parallel_degree > 1 with tensor_parallel_degree > 1 "
+                      "borrows the tensor-parallel ranks, which must route different tokens: "
+                      "unset parallelism.disable_sequence_parallel");
+  }
+}
+
+}  // namespace
+
 void check_trainable(const config::JobConfig& job, const distributed::ParallelDims& dims) {
-  if (dims.cp > 1 || dims.ep > 1) {
-    throw ConfigError(fmt::format("this build trains with data, tensor and pipeline parallelism "
-                                  "only; got {} (context and expert parallel degrees must be 1)",
+  if (dims.cp > 1) {
+    throw ConfigError(fmt::format("this build trains without context parallelism; got {} "
+                                  "(parallelism.context_parallel_degree must be 1)",
                                   dims.describe()));
   }
   const std::vector<std::pair<const char*, bool>> not_built = {
@@ -63,6 +108,7 @@ void check_trainable(const config::JobConfig& job, const distributed::ParallelDi
     }
   }
   auto model = spec.build_on_device(job.model.flavor, torch::kMeta);
+  check_expert_parallel(job.parallelism, dims, *model);
   distributed::check_tensor_parallel(*model, dims.tp, job.training.seq_len,
                                      !job.parallelism.disable_sequence_parallel);
   const auto pieces = distributed::all_pieces(job, dims, splitter(job));
@@ -425,7 +471,7 @@ void Trainer::train() {
   int64_t first = resume();
   log::info("Training starts at step {} of {}", first, t.steps);
   auto window_start = Clock::now();
-  double window_data = 0;
+  double window_data = 0, window_all_to_all = 0;
   int64_t window_steps = 0;
   for (int64_t step = first; step <= t.steps; ++step) {
     const int64_t epoch = data_->epoch(consumed_samples_);
@@ -437,6 +483,7 @@ void Trainer::train() {
     if (step == first) log_state_memory();
     if (checkpoint_->should_save(step, t.steps)) save_checkpoint(step, step == t.steps);
     window_data += r.data_time_s;
+    for (auto& part : model_parts_) window_all_to_all += part->take_all_to_all_seconds();
     ++window_steps;
     bool log_now = step == first || step % job_.metrics.log_freq == 0 || step == t.steps;
     if (!log_now) continue;
@@ -459,9 +506,11 @@ void Trainer::train() {
     m.consumed_samples = consumed_samples_;
     m.cpu_threads = threads_.threads();
     m.expert_loads = load_balancer_->loads();
+    if (dims_.ep_enabled()) m.all_to_all_s = window_all_to_all / static_cast<double>(window_steps);
     metrics_->record(m);
     window_start = Clock::now();
     window_data = 0;
+    window_all_to_all = 0;
     window_steps = 0;
   }
   checkpoint_->wait();

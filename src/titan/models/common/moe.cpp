@@ -147,7 +147,14 @@ torch::Tensor MoEImpl::forward(const torch::Tensor& x) {
   }
   auto counts_cpu = counts.cpu();
   const auto* n = counts_cpu.data_ptr<int64_t>();
-  auto expert_out = experts(routed, std::vector<int64_t>(n, n + args.num_experts));  // [N, dim]
+  std::vector<int64_t> expert_counts(n, n + args.num_experts);
+  torch::Tensor expert_out;  // [N, dim]
+  if (dispatcher) {
+    auto [local_rows, local_counts] = dispatcher->dispatch(routed, expert_counts);  // [M, dim]
+    expert_out = dispatcher->combine(experts(local_rows, local_counts));
+  } else {
+    expert_out = experts(routed, expert_counts);
+  }
   auto position = torch::empty_like(by_expert).scatter_(
       0, by_expert, torch::arange(by_expert.size(0), by_expert.options()));  // [N]
   auto per_copy = expert_out.index_select(0, position).view({-1, k, dim});   // [T, K, dim]

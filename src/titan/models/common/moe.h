@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "titan/models/common/block_part.h"
@@ -94,6 +95,21 @@ class GroupedExpertsImpl : public torch::nn::Module {
 };
 TORCH_MODULE(GroupedExperts);
 
+/// Where the routed copies meet their experts (TorchTitan's token dispatcher). Without one,
+/// every expert is on this rank; expert parallelism (distributed/expert_parallel.h) sends each
+/// copy to the rank holding its expert and brings the outputs back.
+class TokenDispatcher {
+ public:
+  virtual ~TokenDispatcher() = default;
+  /// routed: [N, dim] copies sorted by expert, counts[e] for each of the E experts ->
+  /// the copies this rank's experts compute, [M, dim] sorted by local expert, and their counts
+  /// (one per local expert). Differentiable.
+  virtual std::pair<torch::Tensor, std::vector<int64_t>> dispatch(
+      const torch::Tensor& routed, const std::vector<int64_t>& counts) = 0;
+  /// The experts' outputs [M, dim] for the latest dispatch -> [N, dim] in `routed`'s order.
+  virtual torch::Tensor combine(const torch::Tensor& expert_out) = 0;
+};
+
 class MoEImpl : public FeedForwardPart {
  public:
   /// Parameters uninitialised; expert_bias (when args.load_balance_coeff > 0) float32 zeros on
@@ -126,6 +142,8 @@ class MoEImpl : public FeedForwardPart {
   TokenChoiceRouter router{nullptr};
   GroupedExperts experts{nullptr};
   FeedForward shared_experts{nullptr};  // null without shared experts
+  /// Null: all E experts are here (`experts` holds them all).
+  std::shared_ptr<TokenDispatcher> dispatcher;
   /// [E] float32 buffer (checkpointed), added to the scores to choose experts; undefined when
   /// balancing is off. The load balancer (components/load_balancing.h) updates it.
   torch::Tensor expert_bias;
