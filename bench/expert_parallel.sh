@@ -5,11 +5,12 @@
 # Prints, from metrics.jsonl over steps 3-6: tokens/s per rank, the peak live tensor
 # memory, the seconds per step in the forward dispatch / combine all-to-alls (all_to_all_s)
 # and their share of the step; then `titan compare` of EP 2 and EP 4 against EP 1.
-# A few minutes on 2 cores (4 ranks share them: the ratios, not the absolute figures, carry).
-#   bench/expert_parallel.sh [output folder]
+# About 8 minutes on 2 cores (4 ranks share them: the ratios, not the absolute figures, carry).
+#   bench/expert_parallel.sh [output folder [titan flags, e.g. --model.flavor debugmodel_moe_small]]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-/tmp/titan_expert_parallel}
+shift || true
 common=(--module qwen3 --config qwen3_moe_debugmodel --training.seq_len 64
         --training.global_batch_size 8 --training.local_batch_size 2
         --lr_scheduler.warmup_steps 2 --training.steps 6 --metrics.log_freq 1
@@ -18,7 +19,7 @@ rm -rf "$out"
 mkdir -p "$out"
 for ep in 1 2 4; do
   OMP_NUM_THREADS=1 NGPU=4 build/titan launch "${common[@]}" --job.dump_folder "$out/ep$ep" \
-    --parallelism.expert_parallel_degree "$ep" > "$out/ep$ep.log" 2>&1
+    --parallelism.expert_parallel_degree "$ep" "$@" > "$out/ep$ep.log" 2>&1
 done
 python3 - "$out" <<'PY'
 import json, sys
