@@ -57,10 +57,9 @@ void check_layouts(const std::string& model) {
       "EP 2 x TP 2");
   expect_matches_baseline(fsdp,
                           run(model, 4,
-                              ep2 +
-                                  "--training.local_batch_size 4 "
-                                  "--parallelism.pipeline_parallel_degree 2 "
-                                  "--parallelism.pipeline_parallel_schedule 1F1B"),
+                              ep2 + "--training.local_batch_size 4 "
+                                    "--parallelism.pipeline_parallel_degree 2 "
+                                    "--parallelism.pipeline_parallel_schedule 1F1B"),
                           "EP 2 x PP 2");
 }
 
@@ -90,18 +89,17 @@ TEST(ExpertParallelCheckpoint, ResumesBitExactlyAndUnderOtherLayouts) {
     EXPECT_EQ(r.command.exit_code, 0) << r.command.output;
     EXPECT_NE(r.command.output.find("Resumed from"), std::string::npos) << r.command.output;
     std::ifstream in(dump / "metrics.jsonl");
-    for (std::string line; std::getline(in, line);) r.records.push_back(nlohmann::json::parse(line));
+    for (std::string line; std::getline(in, line);)
+      r.records.push_back(nlohmann::json::parse(line));
     return r;
   };
   testing::expect_same_curves(straight, resume(args, 4, args), 0.0, "EP 2 x FSDP 2 resumed");
   const std::string plain =
       "--lr_scheduler.decay_ratio 0 --checkpoint.enable --checkpoint.interval 3 ";
-  testing::expect_same_curves(
-      straight, resume(args, 4, plain + "--training.local_batch_size 2"), 1e-5,
-      "resumed under FSDP 4");
-  testing::expect_same_curves(
-      straight, resume(args, 2, plain + "--training.local_batch_size 4"), 1e-5,
-      "resumed under FSDP 2");
+  testing::expect_same_curves(straight, resume(args, 4, plain + "--training.local_batch_size 2"),
+                              1e-5, "resumed under FSDP 4");
+  testing::expect_same_curves(straight, resume(args, 2, plain + "--training.local_batch_size 4"),
+                              1e-5, "resumed under FSDP 2");
 }
 
 }  // namespace

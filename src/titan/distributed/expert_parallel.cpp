@@ -8,6 +8,7 @@
 #include "titan/distributed/collectives.h"
 #include "titan/errors.h"
 #include "titan/models/common/transformer_block.h"
+#include "titan/models/common/weight_module.h"
 
 namespace titan::distributed {
 namespace {
@@ -18,12 +19,13 @@ double seconds_since(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
-int64_t sum(const int64_t* begin, int64_t n) { return std::accumulate(begin, begin + n, int64_t{0}); }
+int64_t sum(const int64_t* begin, int64_t n) {
+  return std::accumulate(begin, begin + n, int64_t{0});
+}
 
 }  // namespace
 
-AllToAllDispatcher::AllToAllDispatcher(std::shared_ptr<ProcessGroup> ep_group,
-                                       int64_t num_experts)
+AllToAllDispatcher::AllToAllDispatcher(std::shared_ptr<ProcessGroup> ep_group, int64_t num_experts)
     : group_(std::move(ep_group)), local_experts_(num_experts / group_->size()) {}
 
 std::pair<torch::Tensor, std::vector<int64_t>> AllToAllDispatcher::dispatch(
@@ -68,21 +70,20 @@ torch::Tensor AllToAllDispatcher::combine(const torch::Tensor& expert_out) {
   return back;
 }
 
-double AllToAllDispatcher::take_seconds() {
-  return std::exchange(seconds_, 0.0);
-}
+double AllToAllDispatcher::take_seconds() { return std::exchange(seconds_, 0.0); }
 
 std::shared_ptr<AllToAllDispatcher> shard_experts(models::MoEImpl& moe,
                                                   std::shared_ptr<ProcessGroup> ep_group) {
   const int64_t experts = moe.args.num_experts, ep = ep_group->size();
   if (experts % ep != 0) {
-    throw ConfigError(fmt::format("parallelism.expert_parallel_degree = {} must divide the {} "
-                                  "routed experts of each MoE layer",
-                                  ep, experts));
+    throw ConfigError(
+        fmt::format("parallelism.expert_parallel_degree = {} must divide the {} "
+                    "routed experts of each MoE layer",
+                    ep, experts));
   }
   torch::NoGradGuard no_grad;
   const int64_t local = experts / ep;
-  for (auto* w : {moe.experts->w1.get(), moe.experts->w2.get(), moe.experts->w3.get()}) {
+  for (auto* w : models::weight_modules(*moe.experts)) {
     w->weight.set_data(w->weight.narrow(0, ep_group->rank() * local, local).clone());
   }
   auto dispatcher = std::make_shared<AllToAllDispatcher>(std::move(ep_group), experts);
@@ -96,9 +97,7 @@ ExpertParallel::ExpertParallel(models::CausalLM& model, std::shared_ptr<ProcessG
     auto* moe = block.module->feed_forward->as<models::MoEImpl>();
     if (!moe) continue;
     dispatchers_.push_back(shard_experts(*moe, group_));
-    for (auto* w : {moe->experts->w1.get(), moe->experts->w2.get(), moe->experts->w3.get()}) {
-      modules_.push_back(w);
-    }
+    for (auto* w : models::weight_modules(*moe->experts)) modules_.push_back(w);
   }
   for (const auto& item : model.named_parameters()) {
     for (auto* m : modules_) {
