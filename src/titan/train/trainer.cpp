@@ -31,10 +31,6 @@ distributed::SplitFn splitter(const config::JobConfig& job) {
   };
 }
 
-}  // namespace
-
-namespace {
-
 // Expert parallelism's degrees against the model: experts divisible, MoE layers present, and
 // the tensor-parallel ranks it borrows routing different tokens.
 void check_expert_parallel(const config::ParallelismSection& p,
