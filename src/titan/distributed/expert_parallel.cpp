@@ -9,15 +9,14 @@
 #include "titan/errors.h"
 #include "titan/models/common/transformer_block.h"
 #include "titan/models/common/weight_module.h"
+#include "titan/platform/clock.h"
 
 namespace titan::distributed {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using platform::Clock;
+using platform::seconds_since;
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 int64_t sum(const int64_t* begin, int64_t n) {
   return std::accumulate(begin, begin + n, int64_t{0});

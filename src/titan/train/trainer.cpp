@@ -13,15 +13,14 @@
 #include "titan/platform/device.h"
 #include "titan/platform/logging.h"
 #include "titan/platform/memory.h"
+#include "titan/platform/clock.h"
 
 namespace titan::train {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using platform::Clock;
+using platform::seconds_since;
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 // The job's flavor cut as `split` says, by its family's splitter.
 distributed::SplitFn splitter(const config::JobConfig& job) {

@@ -15,12 +15,14 @@
 #include "titan/components/checkpoint/shard_writer.h"
 #include "titan/errors.h"
 #include "titan/platform/logging.h"
+#include "titan/platform/clock.h"
 
 namespace titan::components::checkpoint {
 namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
+using platform::Clock;
+using platform::seconds_since;
 
 const std::vector<std::string>& loadable_parts() {
   static const std::vector<std::string> parts = {"model", "optimizer", "lr_scheduler",
@@ -77,9 +79,6 @@ std::set<int64_t> steps_in(const std::string& folder) {
   return steps;
 }
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 }  // namespace
 

@@ -8,6 +8,7 @@
 #include "titan/distributed/pipeline/schedule_stats.h"
 #include "titan/errors.h"
 #include "titan/platform/logging.h"
+#include "titan/platform/clock.h"
 
 namespace titan::distributed::pipeline {
 namespace {
@@ -24,11 +25,9 @@ torch::Tensor header_of(const torch::Tensor& t) {
   return h;
 }
 
-using Clock = std::chrono::steady_clock;
+using platform::Clock;
+using platform::seconds_since;
 
-double seconds_since(Clock::time_point start) {
-  return std::chrono::duration<double>(Clock::now() - start).count();
-}
 
 torch::Tensor empty_from_header(const torch::Tensor& h, torch::Device device) {
   auto v = h.to(torch::kCPU);
