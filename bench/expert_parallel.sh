@@ -3,8 +3,9 @@
 # flavor: 8 layers of 64 experts, top 8) on 4 ranks x 1 thread, fp32, seq 64 x global batch 8,
 # 6 steps, at EP 1 (FSDP 4), EP 2 and EP 4 (experts sharded over ep, FSDP over efsdp = 4 / ep).
 # Prints, from metrics.jsonl over steps 3-6: tokens/s per rank, the peak live tensor
-# memory, the seconds per step in the forward dispatch / combine all-to-alls (all_to_all_s)
-# and their share of the step; then `titan compare` of EP 2 and EP 4 against EP 1.
+# memory, the seconds per step this rank waited on the dispatch / combine all-to-alls, forward
+# and backward (all_to_all_s: what the shared experts' compute did not hide), and their share of
+# the step; then `titan compare` of EP 2 and EP 4 against EP 1.
 # About 8 minutes on 2 cores (4 ranks share them: the ratios, not the absolute figures, carry).
 #   bench/expert_parallel.sh [output folder [titan flags, e.g. --model.flavor debugmodel_moe_small]]
 set -euo pipefail

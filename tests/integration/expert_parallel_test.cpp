@@ -25,11 +25,7 @@ const std::string kQwen =
 const std::string kDeepseek = "--module deepseek_v3 --config deepseek_v3_debugmodel " + kShape;
 
 TrainRun run(const std::string& model, int ngpu, const std::string& args, int steps = 20) {
-  auto r = testing::train("OMP_NUM_THREADS=1 NGPU=" + std::to_string(ngpu),
-                          model + "--training.steps " + std::to_string(steps) + " " + args);
-  EXPECT_EQ(r.command.exit_code, 0) << r.command.output;
-  EXPECT_EQ(r.records.size(), static_cast<size_t>(steps)) << r.command.output;
-  return r;
+  return testing::train_steps(ngpu, model + args, steps);
 }
 
 void expect_matches_baseline(const TrainRun& fsdp, const TrainRun& ep, const std::string& what) {
@@ -73,25 +69,7 @@ TEST(ExpertParallelCheckpoint, ResumesBitExactlyAndUnderOtherLayouts) {
       "--parallelism.expert_parallel_degree 2 --checkpoint.enable --checkpoint.interval 3 ";
   auto straight = run(kQwen, 4, args, 6);
   auto resume = [&](const std::string& first_args, int ngpu, const std::string& second_args) {
-    const auto dump = testing::make_temp_dir("titan_ep_resume");
-    auto launch = [&](int n, const std::string& a, int steps) {
-      return testing::run_command("OMP_NUM_THREADS=1 NGPU=" + std::to_string(n) + " " +
-                                  testing::titan_binary() + " launch " + kQwen + a +
-                                  " --training.steps " + std::to_string(steps) +
-                                  " --training.dataset_path " + testing::shakespeare() +
-                                  " --metrics.log_freq 1 --job.dump_folder " + dump.string());
-    };
-    auto first = launch(4, first_args, 3);
-    EXPECT_EQ(first.exit_code, 0) << first.output;
-    TrainRun r;
-    r.dump = dump;
-    r.command = launch(ngpu, second_args, 6);
-    EXPECT_EQ(r.command.exit_code, 0) << r.command.output;
-    EXPECT_NE(r.command.output.find("Resumed from"), std::string::npos) << r.command.output;
-    std::ifstream in(dump / "metrics.jsonl");
-    for (std::string line; std::getline(in, line);)
-      r.records.push_back(nlohmann::json::parse(line));
-    return r;
+    return testing::train_resumed(4, kQwen + first_args, ngpu, kQwen + second_args, 3, 6);
   };
   testing::expect_same_curves(straight, resume(args, 4, args), 0.0, "EP 2 x FSDP 2 resumed");
   const std::string plain =

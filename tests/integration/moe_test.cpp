@@ -29,11 +29,7 @@ const std::string kModel =
 const std::string kDeepseek = "--module deepseek_v3 --config deepseek_v3_debugmodel " + kShape;
 
 TrainRun run(int ngpu, const std::string& args, int steps = 20, const std::string& model = kModel) {
-  auto r = testing::train("OMP_NUM_THREADS=1 NGPU=" + std::to_string(ngpu),
-                          model + "--training.steps " + std::to_string(steps) + " " + args);
-  EXPECT_EQ(r.command.exit_code, 0) << r.command.output;
-  EXPECT_EQ(r.records.size(), static_cast<size_t>(steps)) << r.command.output;
-  return r;
+  return testing::train_steps(ngpu, model + args, steps);
 }
 
 void expect_matches_baseline(const TrainRun& fsdp, const TrainRun& other, const std::string& what) {
@@ -115,18 +111,7 @@ TEST(MoeCheckpoint, ExpertBiasesResumeBitExactly) {
       "--training.local_batch_size 4 --lr_scheduler.decay_ratio 0 "
       "--checkpoint.enable --checkpoint.interval 3 ";
   auto straight = run(2, args, 6);
-  const auto dump = testing::make_temp_dir("titan_moe_resume");
-  auto first = testing::run_command("OMP_NUM_THREADS=1 NGPU=2 " + testing::titan_binary() +
-                                    " launch " + kModel + args + "--training.steps 3 " +
-                                    "--training.dataset_path " + testing::shakespeare() +
-                                    " --metrics.log_freq 1 --job.dump_folder " + dump.string());
-  ASSERT_EQ(first.exit_code, 0) << first.output;
-  auto resumed = testing::run_command("OMP_NUM_THREADS=1 NGPU=2 " + testing::titan_binary() +
-                                      " launch " + kModel + args + "--training.steps 6 " +
-                                      "--training.dataset_path " + testing::shakespeare() +
-                                      " --metrics.log_freq 1 --job.dump_folder " + dump.string());
-  ASSERT_EQ(resumed.exit_code, 0) << resumed.output;
-  EXPECT_NE(resumed.output.find("Resumed from"), std::string::npos) << resumed.output;
+  const auto dump = testing::train_resumed(2, kModel + args, 2, kModel + args, 3, 6).dump;
   const auto a = testing::read_checkpoint(straight.dump / "checkpoint" / "step-6", "model");
   const auto b = testing::read_checkpoint(dump / "checkpoint" / "step-6", "model");
   for (const char* name : {"layers.0.moe.expert_bias", "layers.1.moe.expert_bias"}) {

@@ -20,18 +20,14 @@ namespace {
 
 using testing::run_command;
 using testing::titan_binary;
-using testing::train;
 using testing::TrainRun;
 
 TrainRun run(const std::string& model, int ngpu, const std::string& args, int steps = 20) {
-  auto r = train("OMP_NUM_THREADS=1 NGPU=" + std::to_string(ngpu),
-                 "--module " + model + " --config " + model + "_debugmodel " +
-                     "--training.seq_len 32 --training.global_batch_size 8 "
-                     "--lr_scheduler.warmup_steps 2 --training.steps " + std::to_string(steps) +
-                     " " + args);
-  EXPECT_EQ(r.command.exit_code, 0) << r.command.output;
-  EXPECT_EQ(r.records.size(), static_cast<size_t>(steps)) << r.command.output;
-  return r;
+  return testing::train_steps(ngpu,
+                              "--module " + model + " --config " + model + "_debugmodel " +
+                                  "--training.seq_len 32 --training.global_batch_size 8 "
+                                  "--lr_scheduler.warmup_steps 2 " + args,
+                              steps);
 }
 
 void expect_matches_baseline(const TrainRun& fsdp, const TrainRun& other,

@@ -3,13 +3,13 @@
 #pragma once
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <regex>
-#include <tuple>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "support/process.h"
@@ -52,10 +52,10 @@ inline StateMiB state_mib(const TrainRun& r) {
 inline void expect_state_fraction(const TrainRun& ref, const TrainRun& other, double fraction,
                                   const std::string& what) {
   const StateMiB a = state_mib(ref), b = state_mib(other);
-  for (auto [name, x, y] : {std::tuple<const char*, double, double>{"parameters", a.params,
-                                                                    b.params},
-                            {"gradients", a.grads, b.grads},
-                            {"optimizer", a.optimizer, b.optimizer}}) {
+  for (auto [name, x, y] :
+       {std::tuple<const char*, double, double>{"parameters", a.params, b.params},
+        {"gradients", a.grads, b.grads},
+        {"optimizer", a.optimizer, b.optimizer}}) {
     EXPECT_GE(y, 0.99 * fraction * x) << what << ": " << name << " MiB per rank";
     EXPECT_LE(y, 1.02 * fraction * x) << what << ": " << name << " MiB per rank";
   }
@@ -74,8 +74,8 @@ inline void expect_same_curves(const TrainRun& ref, const TrainRun& other, doubl
       if (rtol == 0) {
         EXPECT_EQ(b[s], a[s]) << what << ": " << key << " at step " << s + 1;
       } else {
-        EXPECT_NEAR(b[s], a[s], rtol * std::abs(a[s])) << what << ": " << key << " at step "
-                                                       << s + 1;
+        EXPECT_NEAR(b[s], a[s], rtol * std::abs(a[s]))
+            << what << ": " << key << " at step " << s + 1;
       }
     }
   }
@@ -93,16 +93,43 @@ inline std::string shakespeare() {
   return std::string(TITAN_SHARED_DATA) + "/corpora/tinyshakespeare.txt";
 }
 
-/// Runs `env titan launch args` with the tinyshakespeare dataset and log_freq 1.
-inline TrainRun train(const std::string& env, const std::string& args) {
+/// Runs `env titan launch args` with the tinyshakespeare dataset and log_freq 1, dumping into
+/// `dump` (a new folder by default).
+inline TrainRun train(const std::string& env, const std::string& args,
+                      std::filesystem::path dump = make_temp_dir("titan_train")) {
   TrainRun r;
-  r.dump = make_temp_dir("titan_train");
-  r.command = run_command(env + " " + titan_binary() + " launch " + args +
-                          " --training.dataset_path " + shakespeare() +
-                          " --metrics.log_freq 1 --job.dump_folder " + r.dump.string());
+  r.dump = std::move(dump);
+  r.command =
+      run_command(env + " " + titan_binary() + " launch " + args + " --training.dataset_path " +
+                  shakespeare() + " --metrics.log_freq 1 --job.dump_folder " + r.dump.string());
   std::ifstream in(r.dump / "metrics.jsonl");
   std::string line;
   while (std::getline(in, line)) r.records.push_back(nlohmann::json::parse(line));
+  return r;
+}
+
+/// train() on `ngpu` ranks of one thread each for `steps` steps, expected to succeed and to log
+/// every step.
+inline TrainRun train_steps(int ngpu, const std::string& args, int steps) {
+  auto r = train("OMP_NUM_THREADS=1 NGPU=" + std::to_string(ngpu),
+                 args + " --training.steps " + std::to_string(steps));
+  EXPECT_EQ(r.command.exit_code, 0) << r.command.output;
+  EXPECT_EQ(r.records.size(), static_cast<size_t>(steps)) << r.command.output;
+  return r;
+}
+
+/// A run stopped and resumed in one dump folder: `first_args` on `first_ngpu` ranks for
+/// `first_steps` steps, then `args` on `ngpu` ranks up to step `steps`, which must resume from
+/// the first run's checkpoint. Its records are both runs' steps.
+inline TrainRun train_resumed(int first_ngpu, const std::string& first_args, int ngpu,
+                              const std::string& args, int first_steps, int steps) {
+  const auto env = [](int n) { return "OMP_NUM_THREADS=1 NGPU=" + std::to_string(n); };
+  auto first =
+      train(env(first_ngpu), first_args + " --training.steps " + std::to_string(first_steps));
+  EXPECT_EQ(first.command.exit_code, 0) << first.command.output;
+  auto r = train(env(ngpu), args + " --training.steps " + std::to_string(steps), first.dump);
+  EXPECT_EQ(r.command.exit_code, 0) << r.command.output;
+  EXPECT_NE(r.command.output.find("Resumed from"), std::string::npos) << r.command.output;
   return r;
 }
 

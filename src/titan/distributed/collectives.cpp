@@ -109,20 +109,46 @@ struct GatherLastDim : public torch::autograd::Function<GatherLastDim> {
   }
 };
 
-struct AllToAllRows : public torch::autograd::Function<AllToAllRows> {
+// The all-to-all of rows in two autograd nodes, so that other work fits between them. Forward:
+// StartRows posts it and returns the buffer being filled, FinishRows waits. Backward runs in
+// reverse: FinishRows posts the gradients' return trip (passing its gradient on untouched),
+// StartRows waits for it and returns what arrived. The engine runs the ready node created last
+// first, so the backward of work done between the two forwards runs between the two backwards.
+struct RowsInFlight {
+  ProcessGroup* group;
+  std::vector<int64_t> out_splits, in_splits;
+  PendingWork forward, backward;
+};
+using FlightState = c10::intrusive_ptr<platform::AutogradState<RowsInFlight>>;
+
+struct StartRows : public torch::autograd::Function<StartRows> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x,
-                               std::vector<int64_t> out_splits, std::vector<int64_t> in_splits,
-                               const GroupState& group) {
-    platform::save_state(ctx, group);
-    ctx->saved_data["out"] = out_splits;
-    ctx->saved_data["in"] = in_splits;
-    return group->value->all_to_all(x, out_splits, in_splits, "EP all-to-all of tokens");
+                               const FlightState& flight) {
+    platform::save_state(ctx, flight);
+    auto& f = flight->value;
+    f.forward = f.group->start_all_to_all(x, f.out_splits, f.in_splits, "EP all-to-all of tokens");
+    return f.forward.buffer;  // [sum out_splits, ...], valid once FinishRows has run
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list) {
+    auto& f = platform::saved_state<RowsInFlight>(ctx);
+    return {f.group->finish(f.backward), torch::Tensor()};
+  }
+};
+
+struct FinishRows : public torch::autograd::Function<FinishRows> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& in_flight,
+                               const FlightState& flight) {
+    platform::save_state(ctx, flight);
+    auto& f = flight->value;
+    auto rows = f.group->finish(f.forward);
+    return rows.is_same(in_flight) ? rows.view_as(rows) : rows;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     // The rows travel back the way they came: what this rank received, it returns.
-    auto out = ctx->saved_data["out"].toIntVector(), in = ctx->saved_data["in"].toIntVector();
-    return {group_of(ctx).all_to_all(grads[0], in, out, "EP all-to-all of token gradients"),
-            torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    auto& f = platform::saved_state<RowsInFlight>(ctx);
+    f.backward = f.group->start_all_to_all(grads[0], f.in_splits, f.out_splits,
+                                           "EP all-to-all of token gradients");
+    return {grads[0], torch::Tensor()};  // StartRows's backward returns the travelled rows
   }
 };
 
@@ -162,9 +188,16 @@ torch::Tensor gather_last_dim(const torch::Tensor& x, ProcessGroup& group) {
 }
 
 torch::Tensor all_to_all_rows(const torch::Tensor& x, const std::vector<int64_t>& out_splits,
-                              const std::vector<int64_t>& in_splits, ProcessGroup& group) {
-  if (group.size() == 1) return x;
-  return AllToAllRows::apply(x, out_splits, in_splits, handle(group));
+                              const std::vector<int64_t>& in_splits, ProcessGroup& group,
+                              const std::function<void()>& during) {
+  if (group.size() == 1) {
+    if (during) during();
+    return x;
+  }
+  auto flight = platform::autograd_state(RowsInFlight{&group, out_splits, in_splits, {}, {}});
+  auto in_flight = StartRows::apply(x, flight);
+  if (during) during();
+  return FinishRows::apply(in_flight, flight);
 }
 
 }  // namespace titan::distributed

@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "titan/distributed/process_group.h"
@@ -42,7 +43,10 @@ torch::Tensor gather_last_dim(const torch::Tensor& x, ProcessGroup& group);
 /// x: [sum in_splits, ...], in_splits[j] rows for group rank j -> the rows every rank sent
 /// here, [sum out_splits, ...] in rank order (ProcessGroup::all_to_all); backward sends each
 /// row's gradient back to the rank it came from (expert parallelism's dispatch and combine).
+/// `during` (optional) runs while the rows travel; the backward of what it computes runs while
+/// their gradients travel back, as long as nothing it computes needs the result.
 torch::Tensor all_to_all_rows(const torch::Tensor& x, const std::vector<int64_t>& out_splits,
-                              const std::vector<int64_t>& in_splits, ProcessGroup& group);
+                              const std::vector<int64_t>& in_splits, ProcessGroup& group,
+                              const std::function<void()>& during = {});
 
 }  // namespace titan::distributed

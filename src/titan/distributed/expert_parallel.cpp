@@ -2,21 +2,15 @@
 
 #include <fmt/format.h>
 
-#include <chrono>
 #include <numeric>
 
 #include "titan/distributed/collectives.h"
 #include "titan/errors.h"
 #include "titan/models/common/transformer_block.h"
 #include "titan/models/common/weight_module.h"
-#include "titan/platform/clock.h"
 
 namespace titan::distributed {
 namespace {
-
-using platform::Clock;
-using platform::seconds_since;
-
 
 int64_t sum(const int64_t* begin, int64_t n) {
   return std::accumulate(begin, begin + n, int64_t{0});
@@ -28,8 +22,8 @@ AllToAllDispatcher::AllToAllDispatcher(std::shared_ptr<ProcessGroup> ep_group, i
     : group_(std::move(ep_group)), local_experts_(num_experts / group_->size()) {}
 
 std::pair<torch::Tensor, std::vector<int64_t>> AllToAllDispatcher::dispatch(
-    const torch::Tensor& routed, const std::vector<int64_t>& counts) {
-  const auto start = Clock::now();
+    const torch::Tensor& routed, const std::vector<int64_t>& counts,
+    const std::function<void()>& during) {
   const int64_t ep = group_->size(), local = local_experts_;
   // recv[s L + e]: copies rank s sends for this rank's local expert e.
   auto recv = group_->all_to_all(torch::tensor(counts, torch::kInt64),
@@ -54,22 +48,16 @@ std::pair<torch::Tensor, std::vector<int64_t>> AllToAllDispatcher::dispatch(
     }
   }
   order_ = torch::tensor(order, torch::dtype(torch::kInt64).device(routed.device()));  // [M]
-  auto rows = all_to_all_rows(routed, received_, sent_, *group_);  // [M, dim] source-major
-  seconds_ += seconds_since(start);
+  auto rows = all_to_all_rows(routed, received_, sent_, *group_, during);  // [M, dim] source-major
   return {rows.index_select(0, order_), local_counts};  // [M, dim] local-expert-major
 }
 
 torch::Tensor AllToAllDispatcher::combine(const torch::Tensor& expert_out) {
-  const auto start = Clock::now();
   auto source_major = torch::empty_like(order_).scatter_(
       0, order_, torch::arange(order_.size(0), order_.options()));  // [M]: inverse of order_
-  auto back = all_to_all_rows(expert_out.index_select(0, source_major), sent_, received_,
-                              *group_);  // [N, dim] in the routed order
-  seconds_ += seconds_since(start);
-  return back;
+  return all_to_all_rows(expert_out.index_select(0, source_major), sent_, received_,
+                         *group_);  // [N, dim] in the routed order
 }
-
-double AllToAllDispatcher::take_seconds() { return std::exchange(seconds_, 0.0); }
 
 std::shared_ptr<AllToAllDispatcher> shard_experts(models::MoEImpl& moe,
                                                   std::shared_ptr<ProcessGroup> ep_group) {
@@ -95,7 +83,7 @@ ExpertParallel::ExpertParallel(models::CausalLM& model, std::shared_ptr<ProcessG
   for (const auto& block : model.blocks()) {
     auto* moe = block.module->feed_forward->as<models::MoEImpl>();
     if (!moe) continue;
-    dispatchers_.push_back(shard_experts(*moe, group_));
+    shard_experts(*moe, group_);
     for (auto* w : models::weight_modules(*moe->experts)) modules_.push_back(w);
   }
   for (const auto& item : model.named_parameters()) {
@@ -115,12 +103,6 @@ components::checkpoint::ShardedStateDict ExpertParallel::to_global(
     piece.global_shape[0] *= group_->size();
   }
   return pieces;
-}
-
-double ExpertParallel::take_seconds() {
-  double total = 0;
-  for (auto& d : dispatchers_) total += d->take_seconds();
-  return total;
 }
 
 }  // namespace titan::distributed

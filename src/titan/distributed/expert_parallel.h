@@ -7,12 +7,15 @@
 //   3. a permutation from source-rank-major to local-expert-major order, the grouped GEMM,
 //   4. the inverse permutation and the reverse all-to-all.
 // Both all-to-alls are autograd functions (collectives.h): a copy's gradient returns to the
-// rank that sent it, and each expert's weight gradient sums over every rank's tokens.
+// rank that sent it, and each expert's weight gradient sums over every rank's tokens. The shared
+// experts compute while the copies travel out, and their backward runs while the copies'
+// gradients travel back (the collective is asynchronous on Gloo and NCCL).
 #pragma once
 
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <set>
 #include <string>
@@ -33,11 +36,9 @@ class AllToAllDispatcher : public models::TokenDispatcher {
   AllToAllDispatcher(std::shared_ptr<ProcessGroup> ep_group, int64_t num_experts);
 
   std::pair<torch::Tensor, std::vector<int64_t>> dispatch(
-      const torch::Tensor& routed, const std::vector<int64_t>& counts) override;
+      const torch::Tensor& routed, const std::vector<int64_t>& counts,
+      const std::function<void()>& during) override;
   torch::Tensor combine(const torch::Tensor& expert_out) override;
-
-  /// Seconds spent in this dispatcher's forward all-to-alls since the last call (and zeroes it).
-  double take_seconds();
 
  private:
   std::shared_ptr<ProcessGroup> group_;
@@ -46,7 +47,6 @@ class AllToAllDispatcher : public models::TokenDispatcher {
   // received rows local-expert-major ([M] int64: position i holds received row order_[i]).
   std::vector<int64_t> sent_, received_;
   torch::Tensor order_;
-  double seconds_ = 0;
 };
 
 /// Keeps rows [rank E / ep, (rank + 1) E / ep) of each of `moe`'s expert weights [E, ...] and
@@ -68,14 +68,14 @@ class ExpertParallel {
   /// moved to the whole model's expert coordinates; the others unchanged.
   components::checkpoint::ShardedStateDict to_global(
       components::checkpoint::ShardedStateDict pieces, const std::string& prefix) const;
-  /// Seconds the forward all-to-alls took since the last call (every layer's).
-  double take_seconds();
+  /// Seconds the all-to-alls (forward and backward, every layer's) kept this rank waiting since
+  /// the last call: the part the shared experts' compute did not hide.
+  double take_seconds() { return group_->take_blocked_seconds(); }
 
  private:
   std::shared_ptr<ProcessGroup> group_;
   std::vector<models::WeightModule*> modules_;
   std::set<std::string> names_;
-  std::vector<std::shared_ptr<AllToAllDispatcher>> dispatchers_;
 };
 
 }  // namespace titan::distributed

@@ -38,8 +38,8 @@ class ModelPart {
   ExpertParallel& enable_expert_parallel(std::shared_ptr<ProcessGroup> group);
   /// Null without expert parallelism.
   ExpertParallel* expert_parallel() { return ep_.get(); }
-  /// Seconds spent in expert parallelism's forward all-to-alls since the last call (0
-  /// without it).
+  /// Seconds this rank waited on expert parallelism's all-to-alls (forward and backward) since
+  /// the last call (0 without it).
   double take_all_to_all_seconds() { return ep_ ? ep_->take_seconds() : 0.0; }
   /// Records FSDP as applied (apply_fsdp) and the dtype the blocks compute in.
   void set_fsdp(std::shared_ptr<Fsdp> fsdp, torch::ScalarType compute_dtype);

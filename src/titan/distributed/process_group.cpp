@@ -12,6 +12,7 @@
 #include <numeric>
 
 #include "titan/errors.h"
+#include "titan/platform/clock.h"
 #include "titan/platform/env.h"
 
 namespace titan::distributed {
@@ -70,8 +71,10 @@ ProcessGroup::ProcessGroup(c10::intrusive_ptr<c10d::Backend> backend, std::vecto
 }
 
 void ProcessGroup::wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& what) {
+  const auto start = platform::Clock::now();
   try {
     work->wait(std::chrono::duration_cast<std::chrono::milliseconds>(timeout_));
+    blocked_seconds_ += platform::seconds_since(start);
   } catch (const std::exception& e) {
     throw CommError(fmt::format("rank {}: {} on group '{}' ({} ranks) failed or timed out "
                                 "(comm.train_timeout_seconds = {}): {}",
@@ -129,6 +132,14 @@ torch::Tensor ProcessGroup::all_to_all(const torch::Tensor& t,
                                        const std::vector<int64_t>& out_splits,
                                        const std::vector<int64_t>& in_splits,
                                        const std::string& what) {
+  auto pending = start_all_to_all(t, out_splits, in_splits, what);
+  return finish(pending);
+}
+
+PendingWork ProcessGroup::start_all_to_all(const torch::Tensor& t,
+                                           const std::vector<int64_t>& out_splits,
+                                           const std::vector<int64_t>& in_splits,
+                                           const std::string& what) {
   const auto total = [](const std::vector<int64_t>& v) {
     return std::accumulate(v.begin(), v.end(), int64_t{0});
   };
@@ -136,14 +147,14 @@ torch::Tensor ProcessGroup::all_to_all(const torch::Tensor& t,
                   static_cast<int>(out_splits.size()) == size() && total(in_splits) == t.size(0),
               "all_to_all of ", what, ": splits must have ", size(), " entries and the input's ",
               t.size(0), " rows");
-  if (!backend_) return t.clone();
+  if (!backend_) return PendingWork{nullptr, t.clone(), t.device(), what};
   torch::Tensor in = on_device(t);  // in: [sum in_splits, ...]
   auto shape = t.sizes().vec();
   shape[0] = total(out_splits);
-  torch::Tensor out = torch::empty(shape, in.options());  // out: [sum out_splits, ...]
-  auto out_sizes = out_splits, in_sizes = in_splits;
-  wait(backend_->alltoall_base(out, in, out_sizes, in_sizes), what);
-  return out.to(t.device());
+  PendingWork pending{nullptr, torch::empty(shape, in.options()), t.device(), what};
+  auto out_sizes = out_splits, in_sizes = in_splits;  // out: [sum out_splits, ...]
+  pending.work = backend_->alltoall_base(pending.buffer, in, out_sizes, in_sizes);
+  return pending;
 }
 
 void ProcessGroup::barrier(const std::string& what) {
@@ -153,29 +164,36 @@ void ProcessGroup::barrier(const std::string& what) {
   all_reduce_(t, ReduceOp::Sum, what);
 }
 
-PendingSend ProcessGroup::send(const torch::Tensor& t, int dst, int tag, const std::string& what) {
+PendingWork ProcessGroup::send(const torch::Tensor& t, int dst, int tag, const std::string& what) {
   TORCH_CHECK(backend_ && dst != rank_, "send of ", what, ": group ", name_, " has no rank ", dst,
               " to send to");
-  PendingSend pending{nullptr, on_device(t), what};
+  PendingWork pending{nullptr, on_device(t), t.device(), what};
   std::vector<torch::Tensor> tensors{pending.buffer};
   pending.work = backend_->send(tensors, dst, tag);
   return pending;
 }
 
-void ProcessGroup::finish(PendingSend& pending) {
+torch::Tensor ProcessGroup::finish(PendingWork& pending) {
   if (pending.work) wait(pending.work, pending.what);
-  pending = PendingSend{};
+  auto result = pending.buffer.defined() ? pending.buffer.to(pending.home) : torch::Tensor();
+  pending = PendingWork{};
+  return result;
 }
 
 void ProcessGroup::recv_(torch::Tensor& t, int src, int tag, const std::string& what) {
+  auto pending = start_recv(t, src, tag, what);
+  t.copy_(finish(pending));
+}
+
+PendingWork ProcessGroup::start_recv(const torch::Tensor& like, int src, int tag,
+                                     const std::string& what) {
   TORCH_CHECK(backend_ && src != rank_, "receive of ", what, ": group ", name_, " has no rank ",
               src, " to receive from");
-  torch::Tensor buf = t.device() == device_ && t.is_contiguous()
-                          ? t
-                          : torch::empty(t.sizes(), t.options().device(device_));
-  std::vector<torch::Tensor> tensors{buf};
-  wait(backend_->recv(tensors, src, tag), what);
-  if (!buf.is_same(t)) t.copy_(buf);
+  PendingWork pending{nullptr, torch::empty(like.sizes(), like.options().device(device_)),
+                      like.device(), what};
+  std::vector<torch::Tensor> tensors{pending.buffer};
+  pending.work = backend_->recv(tensors, src, tag);
+  return pending;
 }
 
 World::World(WorldInfo info, CommTimeouts timeouts, c10::intrusive_ptr<c10d::Store> store,

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace titan::distributed {
@@ -35,10 +36,12 @@ struct CommTimeouts {
 
 enum class ReduceOp { Sum, Max, Min };
 
-/// A point-to-point send in flight (ProcessGroup::send); ProcessGroup::finish waits for it.
-struct PendingSend {
+/// A send or collective in flight (ProcessGroup::send, start_all_to_all); ProcessGroup::finish
+/// waits for it.
+struct PendingWork {
   c10::intrusive_ptr<c10d::Work> work;
-  torch::Tensor buffer;  // kept alive until the peer has it
+  torch::Tensor buffer;  // the data sent or the result received, kept alive until done
+  torch::Device home = torch::kCPU;  // where the caller's tensors live
   std::string what;
 };
 
@@ -75,16 +78,27 @@ class ProcessGroup {
   /// rank order (splits may be 0; every rank's in_splits[r] equals rank r's out_splits here).
   torch::Tensor all_to_all(const torch::Tensor& t, const std::vector<int64_t>& out_splits,
                            const std::vector<int64_t>& in_splits, const std::string& what);
+  /// all_to_all without waiting: the caller computes while the rows travel, then finish()
+  /// returns them. The result's storage is pending.buffer when `t` is on the group's device.
+  PendingWork start_all_to_all(const torch::Tensor& t, const std::vector<int64_t>& out_splits,
+                               const std::vector<int64_t>& in_splits, const std::string& what);
   /// Blocks until every member arrives.
   void barrier(const std::string& what);
   /// Starts sending `t` to group rank `dst`, matched by the receive of the same `tag` (Gloo;
   /// NCCL matches sends and receives between two ranks in the order they are posted).
-  PendingSend send(const torch::Tensor& t, int dst, int tag, const std::string& what);
-  /// Waits until the peer of `pending` has received it.
-  void finish(PendingSend& pending);
+  PendingWork send(const torch::Tensor& t, int dst, int tag, const std::string& what);
+  /// Waits until `pending` is done (a send: the peer has the data) and returns its result on
+  /// the caller's device (a send: its data); `pending` is empty afterwards.
+  torch::Tensor finish(PendingWork& pending);
   /// Receives into `t` (its shape and dtype are the sender's) from group rank `src` under
   /// `tag`; blocks until the data is here.
   void recv_(torch::Tensor& t, int src, int tag, const std::string& what);
+  /// recv_ without waiting, into a new tensor shaped and typed like `like` (on its device):
+  /// finish() returns it once the data is here.
+  PendingWork start_recv(const torch::Tensor& like, int src, int tag, const std::string& what);
+  /// Seconds this rank spent blocked in this group's collectives since the last call (and
+  /// zeroes it): the communication that compute did not hide.
+  double take_blocked_seconds() { return std::exchange(blocked_seconds_, 0.0); }
 
  private:
   void wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& what);
@@ -98,6 +112,7 @@ class ProcessGroup {
   int rank_;
   std::chrono::seconds timeout_;
   torch::Device device_;
+  double blocked_seconds_ = 0;
 };
 
 /// The joined world: the store, the global group, and sub-group creation.

@@ -2,11 +2,15 @@
 // references: 2 and 4 ranks as threads; every rank's forward value and input gradient (for
 // its own upstream gradient) must match what one process computes from the whole tensors.
 // Data movement is exact; sums of fp32 values match within 1e-6 relative.
+#include "titan/distributed/collectives.h"
+
 #include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <mutex>
 
 #include "support/thread_ranks.h"
 #include "titan/components/loss.h"
-#include "titan/distributed/collectives.h"
 #include "titan/distributed/loss_parallel.h"
 
 namespace titan {
@@ -113,6 +117,72 @@ TEST_P(Collectives, VocabParallelCrossEntropyMatchesTheWholeVocabulary) {
     auto expected = reference_logits.grad().narrow(-1, r * kVocabPerRank, kVocabPerRank);
     EXPECT_TRUE(torch::allclose(local.grad(), expected, 1e-5, 1e-6));
   });
+}
+
+// all_to_all_rows's `during` runs while the rows travel, and its backward while their gradients
+// travel back: rank 1 joins each all-to-all only once rank 0 has done that work, a deadlock
+// (rank 1 gives up after 20 s) if rank 0 waits for the rows first.
+class Signal {
+ public:
+  void raise() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    raised_ = true;
+    cv_.notify_all();
+  }
+  bool wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return cv_.wait_for(lock, std::chrono::seconds(20), [this] { return raised_; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool raised_ = false;
+};
+
+constexpr auto kF64 = torch::kFloat64;
+
+TEST(AllToAllRows, RunsWorkWhileTheRowsTravelBothWays) {
+  Signal forward_work, backward_work;
+  testing::run_thread_ranks(
+      2,
+      [&](int rank, World& world) {
+        // Rank 0 keeps 1 of its 4 rows and sends 3; rank 1 sends 2 and keeps 2.
+        auto x = torch::full({4, D}, double(rank), kF64).requires_grad_();  // [4, D]
+        const std::vector<int64_t> in =
+            rank == 0 ? std::vector<int64_t>{1, 3} : std::vector<int64_t>{2, 2};
+        const std::vector<int64_t> out_splits =
+            rank == 0 ? std::vector<int64_t>{1, 2} : std::vector<int64_t>{3, 2};
+        if (rank == 1) {
+          ASSERT_TRUE(forward_work.wait()) << "rank 0 waited for the rows before `during`";
+          auto out = distributed::all_to_all_rows(x, out_splits, in, *world.global());
+          ASSERT_TRUE(backward_work.wait())
+              << "rank 0 waited for the gradients before the backward of `during`";
+          (out * 3).sum().backward();  // out: [5, D], 3 rows from rank 0 first
+          EXPECT_TRUE(torch::equal(
+              out, torch::cat({torch::zeros({3, D}, kF64), torch::ones({2, D}, kF64)})));
+          EXPECT_TRUE(torch::equal(x.grad(), torch::cat({torch::full({2, D}, 5.0, kF64),
+                                                         torch::full({2, D}, 3.0, kF64)})));
+          return;
+        }
+        auto w = torch::ones({1}, kF64).requires_grad_();
+        w.register_hook([&](const torch::Tensor& g) {
+          backward_work.raise();
+          return g;
+        });
+        torch::Tensor y;
+        auto out = distributed::all_to_all_rows(x, out_splits, in, *world.global(), [&] {
+          y = w * 2;
+          forward_work.raise();
+        });
+        ((out * 5).sum() + y.sum()).backward();  // out: [3, D], 1 row from rank 0 first
+        EXPECT_TRUE(
+            torch::equal(out, torch::cat({torch::zeros({1, D}, kF64), torch::ones({2, D}, kF64)})));
+        EXPECT_TRUE(torch::equal(x.grad(), torch::cat({torch::full({1, D}, 5.0, kF64),
+                                                       torch::full({3, D}, 3.0, kF64)})));
+        EXPECT_EQ(w.grad().item<double>(), 2.0);
+      },
+      std::chrono::seconds(30));
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, Collectives, ::testing::Values(2, 4));

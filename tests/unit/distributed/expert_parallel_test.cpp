@@ -4,13 +4,14 @@
 // output and input gradient must match the rows one MoE computes over all ranks' tokens, each
 // rank's local experts' weight gradients the matching slice of the whole gradient, and the
 // router's and shared experts' gradients (partial per rank) must sum to the whole. float64, so
-// only summation order differs: 1e-10.
+// only summation order differs: 1e-10. Whole models route every token as one rank does.
 #include "titan/distributed/expert_parallel.h"
 
 #include <gtest/gtest.h>
 
 #include <numeric>
 
+#include "../models/hf_parity.h"
 #include "support/thread_ranks.h"
 #include "titan/errors.h"
 
@@ -104,6 +105,39 @@ TEST(ExpertParallel, DispatchAndCombineMatchOneRankOnTwoRanks) { check_dispatch(
 
 TEST(ExpertParallel, DispatchAndCombineMatchOneRankOnFourRanks) {
   check_dispatch({7, 0, 3, 12});  // rank 1 routes no token: it only computes for the others
+}
+
+// Whole models with their experts split over 2 thread ranks (../shared's qwen3_moe_tiny and
+// deepseek_v3_tiny in float64), each rank reading its own prompt: every token of every MoE layer
+// goes to the same experts with the same gates as in the one-rank model, and the logits agree.
+void check_routing(const std::string& name) {
+  const auto ids = testing::json_ids(testing::load_expected(name)["prompt"]["input_ids"]);
+  const std::vector<std::vector<int64_t>> prompts{
+      ids, std::vector<int64_t>(ids.rbegin(), ids.rbegin() + ids.size() / 2)};
+  auto reference = testing::load_hf_model(name, torch::kFloat64);
+  reference->eval();
+  testing::run_thread_ranks(2, [&](int rank, distributed::World& world) {
+    auto model = testing::load_hf_model(name, torch::kFloat64);
+    model->eval();
+    distributed::ExpertParallel ep(*model, world.global());
+    const auto& prompt = prompts[rank];
+    auto got = testing::routing_of(dynamic_cast<models::Transformer&>(*model), prompt);
+    auto want = testing::routing_of(dynamic_cast<models::Transformer&>(*reference), prompt);
+    ASSERT_EQ(got.size(), want.size());
+    for (const auto& [layer, routing] : want) {
+      const std::string at = name + " rank " + std::to_string(rank) + " layer " + layer;
+      EXPECT_TRUE(torch::equal(got[layer].experts, routing.experts)) << at << ": experts";
+      expect_near(got[layer].gates, routing.gates, at + ": gates");
+    }
+    torch::NoGradGuard no_grad;
+    auto input = torch::tensor(prompt, torch::kInt64).unsqueeze(0);  // [1, T]
+    expect_near(model->forward(input), reference->forward(input), name + " logits");
+  });
+}
+
+TEST(ExpertParallel, WholeModelsRouteEveryTokenAsOneRankDoes) {
+  check_routing("qwen3_moe_tiny");
+  check_routing("deepseek_v3_tiny");
 }
 
 TEST(ExpertParallel, RefusesExpertsNotDivisibleByTheDegree) {

@@ -60,7 +60,7 @@ class ScheduleRunner : public ForwardBackward {
   std::map<Channel, std::shared_ptr<ProcessGroup>> channels_;  // those this rank is on
   std::map<int, std::unique_ptr<PipelineStage>> stages_;  // this rank's, by stage index
   std::map<std::tuple<Flow, int, int>, torch::Tensor> local_;  // (flow, stage, mb) handed over
-  std::vector<std::pair<ProcessGroup*, PendingSend>> sends_;  // on their channel's group
+  std::vector<std::pair<ProcessGroup*, PendingWork>> sends_;  // on their channel's group
   double run_seconds_ = 0, wait_seconds_ = 0;
   int64_t batches_ = 0;
 };

@@ -148,12 +148,17 @@ torch::Tensor MoEImpl::forward(const torch::Tensor& x) {
   auto counts_cpu = counts.cpu();
   const auto* n = counts_cpu.data_ptr<int64_t>();
   std::vector<int64_t> expert_counts(n, n + args.num_experts);
-  torch::Tensor expert_out;  // [N, dim]
+  torch::Tensor expert_out, shared;  // expert_out: [N, dim]; shared: [B, S, dim]
+  const auto compute_shared = [&] {
+    if (shared_experts) shared = shared_experts(x);
+  };
   if (dispatcher) {
-    auto [local_rows, local_counts] = dispatcher->dispatch(routed, expert_counts);  // [M, dim]
+    auto [local_rows, local_counts] =
+        dispatcher->dispatch(routed, expert_counts, compute_shared);  // [M, dim]
     expert_out = dispatcher->combine(experts(local_rows, local_counts));
   } else {
     expert_out = experts(routed, expert_counts);
+    compute_shared();
   }
   auto position = torch::empty_like(by_expert).scatter_(
       0, by_expert, torch::arange(by_expert.size(0), by_expert.options()));  // [N]
@@ -164,7 +169,7 @@ torch::Tensor MoEImpl::forward(const torch::Tensor& x) {
                        .sum(1)
                        .to(x.scalar_type());  // out: [T, dim]
   out = out.view(x.sizes());                  // [B, S, dim]
-  return shared_experts ? out + shared_experts(x) : out;
+  return shared_experts ? out + shared : out;
 }
 
 SavedElements MoEImpl::saved_elements(bool op_level) const {

@@ -8,6 +8,8 @@
 
 #include <torch/torch.h>
 
+#include <functional>
+
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -103,9 +105,11 @@ class TokenDispatcher {
   virtual ~TokenDispatcher() = default;
   /// routed: [N, dim] copies sorted by expert, counts[e] for each of the E experts ->
   /// the copies this rank's experts compute, [M, dim] sorted by local expert, and their counts
-  /// (one per local expert). Differentiable.
+  /// (one per local expert). Differentiable. Calls `during` once, while the copies travel (the
+  /// shared experts compute then).
   virtual std::pair<torch::Tensor, std::vector<int64_t>> dispatch(
-      const torch::Tensor& routed, const std::vector<int64_t>& counts) = 0;
+      const torch::Tensor& routed, const std::vector<int64_t>& counts,
+      const std::function<void()>& during) = 0;
   /// The experts' outputs [M, dim] for the latest dispatch -> [N, dim] in `routed`'s order.
   virtual torch::Tensor combine(const torch::Tensor& expert_out) = 0;
 };
