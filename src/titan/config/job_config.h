@@ -62,6 +62,8 @@ struct ParallelismSection {
   bool disable_loss_parallel = false;
   bool disable_sequence_parallel = false;  // titan's: sequence parallelism is on with TP
   int64_t context_parallel_degree = 1;
+  std::string context_parallel_rotate_method = "allgather";  // or "alltoall" (the ring)
+  std::string context_parallel_load_balancer = "headtail";   // or "none"
   int64_t pipeline_parallel_degree = 1;
   std::string pipeline_parallel_schedule = "1F1B";
   int64_t pipeline_parallel_microbatch_size = 1;

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "titan/distributed/context_parallel.h"
 #include "titan/distributed/pipeline/schedule_runner.h"
 
 namespace titan::distributed {
@@ -31,15 +32,47 @@ class WholeModel : public ForwardBackward {
   ModelPart* part_ = nullptr;
 };
 
+// Context parallelism: the ranks of a cp group run their chunks of the same sequences.
+class ShardedSequences : public ForwardBackward {
+ public:
+  ShardedSequences(std::unique_ptr<ForwardBackward> inner, SequenceSplit split, int cp_rank)
+      : inner_(std::move(inner)), split_(split), rank_(cp_rank) {}
+
+  std::vector<models::PartRange> local_pieces() const override { return inner_->local_pieces(); }
+  void attach(std::vector<ModelPart*> parts) override { inner_->attach(std::move(parts)); }
+  double run(const torch::Tensor& input, const torch::Tensor& labels,
+             double loss_divisor) override {
+    return inner_->run(split_.shard(input, rank_), split_.shard(labels, rank_), loss_divisor);
+  }
+  double sum_over_stages(double value) override { return inner_->sum_over_stages(value); }
+  std::string summary() const override { return inner_->summary(); }
+
+ private:
+  std::unique_ptr<ForwardBackward> inner_;
+  SequenceSplit split_;
+  int rank_;
+};
+
+std::unique_ptr<ForwardBackward> whole_or_pipelined(const config::JobConfig& job,
+                                                    const ParallelDims& dims,
+                                                    const DeviceMesh& mesh, World& world,
+                                                    const SplitFn& split) {
+  if (!dims.pp_enabled()) return std::make_unique<WholeModel>();
+  return std::make_unique<pipeline::ScheduleRunner>(pipeline::plan_pipeline(job, dims.pp, split),
+                                                    mesh["pp"], world);
+}
+
 }  // namespace
 
 std::unique_ptr<ForwardBackward> make_forward_backward(const config::JobConfig& job,
                                                        const ParallelDims& dims,
                                                        const DeviceMesh& mesh, World& world,
                                                        const SplitFn& split) {
-  if (!dims.pp_enabled()) return std::make_unique<WholeModel>();
-  return std::make_unique<pipeline::ScheduleRunner>(pipeline::plan_pipeline(job, dims.pp, split),
-                                                    mesh["pp"], world);
+  auto inner = whole_or_pipelined(job, dims, mesh, world, split);
+  if (!dims.cp_enabled()) return inner;
+  const SequenceSplit sequences{
+      dims.cp, load_balancer_from(job.parallelism.context_parallel_load_balancer)};
+  return std::make_unique<ShardedSequences>(std::move(inner), sequences, mesh["cp"]->rank());
 }
 
 std::vector<models::PartRange> all_pieces(const config::JobConfig& job, const ParallelDims& dims,

@@ -45,9 +45,6 @@ struct ParallelDims {
   int efsdp() const { return dp_shard * cp * tp / ep; }
   /// Ranks that work on the same batch: tps and MFU are per rank of these (TorchTitan).
   int non_data_parallel_size() const { return cp * tp * pp; }
-  /// What training.seq_len must divide by: tp for sequence-parallel shards, 2 x cp for the
-  /// head-tail halves of context parallelism.
-  int seq_len_divisor() const { return tp * 2 * cp; }
 
   /// Coordinates of global `rank` on each mesh dimension.
   std::array<int, 5> coords(int rank) const;

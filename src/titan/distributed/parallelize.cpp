@@ -1,5 +1,6 @@
 #include "titan/distributed/parallelize.h"
 
+#include "titan/distributed/context_parallel.h"
 #include "titan/platform/logging.h"
 
 namespace titan::distributed {
@@ -14,6 +15,19 @@ TensorParallel& enable_tensor_parallel(ModelPart& part, const DeviceMesh& mesh,
             group->size(), options.sequence_parallel ? "on" : "off",
             options.loss_parallel ? "on" : "off");
   return part.enable_tensor_parallel(group, options);
+}
+
+void apply_context_parallel(ModelPart& part, const ParallelDims& dims, const DeviceMesh& mesh,
+                            const config::ParallelismSection& parallelism) {
+  if (!dims.cp_enabled()) return;
+  log::info("Context parallel over {} ranks: {} balancing, {} rotation", dims.cp,
+            parallelism.context_parallel_load_balancer,
+            parallelism.context_parallel_rotate_method);
+  attach_context_parallel(
+      part.model(),
+      std::make_shared<ContextParallel>(
+          mesh["cp"], load_balancer_from(parallelism.context_parallel_load_balancer),
+          rotate_method_from(parallelism.context_parallel_rotate_method)));
 }
 
 void apply_expert_parallel(ModelPart& part, const ParallelDims& dims, const DeviceMesh& mesh) {

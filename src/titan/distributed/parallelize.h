@@ -1,6 +1,6 @@
 // The apply_* steps a family's parallelize function (TrainSpec::parallelize) calls, in
-// TorchTitan's order, that are not the family's own plan: tensor parallelism's switch, expert
-// parallelism, and FSDP / HSDP / DDP. (Activation checkpointing: activation_checkpoint.h; a
+// TorchTitan's order, that are not the family's own plan: tensor parallelism's switch, context
+// and expert parallelism, and FSDP / HSDP / DDP. (Activation checkpointing: activation_checkpoint.h; a
 // family's tensor-parallel plan: e.g. models/common/tensor_parallel_plan.h.)
 #pragma once
 
@@ -15,6 +15,13 @@ namespace titan::distributed {
 /// parallelism as `parallelism` says; returns it for the family's plan.
 TensorParallel& enable_tensor_parallel(ModelPart& part, const DeviceMesh& mesh,
                                        const config::ParallelismSection& parallelism);
+
+/// With parallelism.context_parallel_degree > 1: `part`'s attention and RoPE work on this
+/// rank's chunks of each sequence, the keys reached over the mesh's cp group as
+/// parallelism.context_parallel_rotate_method says (context_parallel.h). Call after the
+/// tensor-parallel plan.
+void apply_context_parallel(ModelPart& part, const ParallelDims& dims, const DeviceMesh& mesh,
+                            const config::ParallelismSection& parallelism);
 
 /// With parallelism.expert_parallel_degree > 1: splits the routed experts of `part`'s MoE layers
 /// over the mesh's ep group, tokens dispatched to them by all-to-all (expert_parallel.h); FSDP

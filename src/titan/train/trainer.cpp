@@ -6,6 +6,7 @@
 
 #include "titan/components/data/dataloader.h"
 #include "titan/components/manifest.h"
+#include "titan/distributed/context_parallel.h"
 #include "titan/config/resolve.h"
 #include "titan/errors.h"
 #include "titan/models/common/transformer_block.h"
@@ -73,11 +74,7 @@ void check_expert_parallel(const config::ParallelismSection& p,
 }  // namespace
 
 void check_trainable(const config::JobConfig& job, const distributed::ParallelDims& dims) {
-  if (dims.cp > 1) {
-    throw ConfigError(fmt::format("this build trains without context parallelism; got {} "
-                                  "(parallelism.context_parallel_degree must be 1)",
-                                  dims.describe()));
-  }
+  distributed::check_context_parallel(job.parallelism, dims.cp, job.training.seq_len);
   const std::vector<std::pair<const char*, bool>> not_built = {
       {"compile.enable", job.compile.enable},
       {"metrics.enable_tensorboard", job.metrics.enable_tensorboard},

@@ -196,7 +196,8 @@ TEST(ConfigBinary, BadInputExitsTwoBeforeAnyWorker) {
   auto dir = testing::make_temp_dir("titan_badcfg");
   for (std::string bad : {"--training.stepz 3", "--training.steps x", "--training.seq_len -5",
                           "--lr_scheduler.decay_type step",
-                          "--parallelism.context_parallel_degree 2"}) {
+                          "--parallelism.context_parallel_degree 2 --training.seq_len 66",
+                          "--parallelism.context_parallel_rotate_method ring"}) {
     auto r = testing::run_command("cd " + dir.string() + " && NGPU=2 " +
                                   testing::titan_binary() + " launch " + bad);
     EXPECT_EQ(r.exit_code, 2) << bad << "\n" << r.output;

@@ -5,7 +5,6 @@
 #include <cmath>
 
 #include "titan/errors.h"
-#include "titan/models/common/causal_attention.h"
 #include "titan/models/common/rope.h"
 
 namespace titan::models {
@@ -45,7 +44,7 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x_in, const torch::Ten
   q = apply_rope(q, cos, sin).transpose(1, 2);  // q: [B, H, S, Dh]
   k = apply_rope(k, cos, sin).transpose(1, 2);  // k: [B, Hkv, S, Dh]
   v = v.transpose(1, 2);                        // v: [B, Hkv, S, Dh]
-  auto o = causal_attention(q, k, v, 1.0 / std::sqrt(double(Dh)));  // o: [B, H, S, Dh]
+  auto o = attend(q, k, v, 1.0 / std::sqrt(double(Dh)));  // o: [B, H, S, Dh]
   return hooks.on_output(wo(o.transpose(1, 2).reshape({B, S, H * Dh})));  // [B, S, dim]
 }
 

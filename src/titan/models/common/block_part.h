@@ -7,10 +7,13 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "titan/models/common/causal_attention.h"
 #include "titan/models/common/elementwise_op.h"
+#include "titan/models/common/sequence_shard.h"
 
 namespace titan::models {
 
@@ -68,6 +71,17 @@ class AttentionPart : public BlockPart {
  public:
   virtual torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos,
                                 const torch::Tensor& sin) = 0;
+
+  /// Null: this rank holds whole sequences. Context parallelism sets it.
+  std::shared_ptr<SequenceShard> sequence_shard;
+
+ protected:
+  /// causal_attention (causal_attention.h), over the whole sequence when ranks share it.
+  torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                       double scale) const {
+    return sequence_shard ? sequence_shard->attention(q, k, v, scale)
+                          : causal_attention(q, k, v, scale);
+  }
 };
 
 /// The feed-forward slot: x [B, S, dim] -> [B, S, dim].

@@ -10,8 +10,11 @@
 
 #include <cstdint>
 #include <functional>
-#include <vector>
+#include <memory>
 #include <string>
+#include <vector>
+
+#include "titan/models/common/sequence_shard.h"
 
 namespace titan::models {
 
@@ -78,6 +81,10 @@ class CausalLM : public torch::nn::Module {
   /// Training FLOPs per token at `seq_len` of the whole model (the family's count, as
   /// TorchTitan's get_nparams_and_flops).
   virtual int64_t flops_per_token(int64_t seq_len) = 0;
+
+  /// Null: this rank holds whole sequences, its tokens at positions 0..S-1. Context parallelism
+  /// sets it (RoPE then uses the positions of this rank's chunks).
+  std::shared_ptr<SequenceShard> sequence_shard;
 
  protected:
   /// The family's forward (see forward()); runs each block through run_block().

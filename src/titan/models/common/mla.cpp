@@ -5,7 +5,6 @@
 #include <cmath>
 
 #include "titan/errors.h"
-#include "titan/models/common/causal_attention.h"
 
 namespace titan::models {
 
@@ -72,7 +71,7 @@ torch::Tensor MultiHeadLatentAttentionImpl::forward(const torch::Tensor& x_in,
   auto k = torch::cat({kv.narrow(-1, 0, nope), k_rope.expand({B, S, H, rope})}, -1);  // [B,S,H,qk]
   q = torch::cat({q.narrow(-1, 0, nope), q_rope}, -1).transpose(1, 2);  // q: [B, H, S, qk]
   auto v = kv.narrow(-1, nope, vdim).transpose(1, 2);                   // v: [B, H, S, v]
-  auto o = causal_attention(q, k.transpose(1, 2), v, softmax_scale);   // o: [B, H, S, v]
+  auto o = attend(q, k.transpose(1, 2), v, softmax_scale);   // o: [B, H, S, v]
   return hooks.on_output(wo(o.transpose(1, 2).reshape({B, S, H * vdim})));  // [B, S, dim]
 }
 

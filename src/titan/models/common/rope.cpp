@@ -77,8 +77,13 @@ torch::Tensor rope_inv_freq(const RopeOptions& options) {
 std::pair<torch::Tensor, torch::Tensor> rope_cos_sin(const torch::Tensor& inv_freq,
                                                      int64_t seq_len, torch::ScalarType dtype,
                                                      torch::Device device) {
-  auto positions = torch::arange(seq_len, inv_freq.options());              // positions: [S]
-  auto angles = torch::outer(positions, inv_freq);                          // angles: [S, Dh/2]
+  return rope_cos_sin(inv_freq, torch::arange(seq_len, torch::kInt64), dtype, device);
+}
+
+std::pair<torch::Tensor, torch::Tensor> rope_cos_sin(const torch::Tensor& inv_freq,
+                                                     const torch::Tensor& positions,
+                                                     torch::ScalarType dtype, torch::Device device) {
+  auto angles = torch::outer(positions.to(inv_freq.options()), inv_freq);  // angles: [S, Dh/2]
   auto full = torch::cat({angles, angles}, -1);                             // full: [S, Dh]
   return {full.cos().to(device, dtype), full.sin().to(device, dtype)};      // each [S, Dh]
 }

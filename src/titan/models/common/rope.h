@@ -54,6 +54,10 @@ torch::Tensor rope_inv_freq(const RopeOptions& options);
 std::pair<torch::Tensor, torch::Tensor> rope_cos_sin(const torch::Tensor& inv_freq,
                                                      int64_t seq_len, torch::ScalarType dtype,
                                                      torch::Device device);
+/// As above for the given positions [S] (int64): a rank's chunks under context parallelism.
+std::pair<torch::Tensor, torch::Tensor> rope_cos_sin(const torch::Tensor& inv_freq,
+                                                     const torch::Tensor& positions,
+                                                     torch::ScalarType dtype, torch::Device device);
 
 /// Rotates x: [B, S, H, Dh] by the angles of its positions: x * cos + rotate_half(x) * sin,
 /// rotate_half(x) = cat(-x[..., Dh/2:], x[..., :Dh/2]). cos, sin: [S, Dh] (rope_cos_sin).

@@ -75,7 +75,10 @@ torch::Tensor Transformer::forward_impl(const torch::Tensor& input) {
   const auto rope_dtype = h.scalar_type() == torch::kFloat64 ? torch::kFloat64 : torch::kFloat32;
   torch::Tensor cos, sin;  // [S, Dh] each
   const int64_t seq_len = tok_embeddings ? input.size(1) : input.size(1) * residual_sequence_shards;
-  std::tie(cos, sin) = rope_cos_sin(inv_freq_, seq_len, rope_dtype, h.device());
+  std::tie(cos, sin) =
+      sequence_shard
+          ? rope_cos_sin(inv_freq_, sequence_shard->positions(seq_len), rope_dtype, h.device())
+          : rope_cos_sin(inv_freq_, seq_len, rope_dtype, h.device());
   for (const auto& [layer_id, block] : blocks()) {
     // Captured by value: activation checkpointing calls the block again during backward.
     h = run_block(layer_id, h, [block, cos, sin](const torch::Tensor& x) {

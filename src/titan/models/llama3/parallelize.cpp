@@ -12,6 +12,7 @@ void parallelize_llama3(distributed::ModelPart& part, const distributed::Paralle
   if (dims.tp_enabled()) {
     apply_tensor_parallel(model, distributed::enable_tensor_parallel(part, mesh, job.parallelism));
   }
+  distributed::apply_context_parallel(part, dims, mesh, job.parallelism);
   distributed::apply_activation_checkpointing(model, job.activation_checkpoint);
   distributed::apply_fsdp(part, dims, mesh, job);
 }

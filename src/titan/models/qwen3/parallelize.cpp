@@ -12,6 +12,7 @@ void parallelize_qwen3(distributed::ModelPart& part, const distributed::Parallel
   if (dims.tp_enabled()) {
     apply_tensor_parallel(model, distributed::enable_tensor_parallel(part, mesh, job.parallelism));
   }
+  distributed::apply_context_parallel(part, dims, mesh, job.parallelism);
   distributed::apply_expert_parallel(part, dims, mesh);
   distributed::apply_activation_checkpointing(model, job.activation_checkpoint);
   distributed::apply_fsdp(part, dims, mesh, job);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "support/dense_attention.h"
 #include "titan/models/common/causal_attention.h"
 
 namespace titan::models {
@@ -49,18 +50,6 @@ torch::Tensor loop_reference(const torch::Tensor& q, const torch::Tensor& k, con
   return out;
 }
 
-// The textbook formulation: repeat k/v per group, full score matrix, masked softmax.
-torch::Tensor dense_reference(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                              double scale) {
-  const int64_t G = q.size(1) / k.size(1), S = q.size(2);
-  auto kr = k.repeat_interleave(G, 1);                                       // kr: [B, H, S, Dh]
-  auto vr = v.repeat_interleave(G, 1);                                       // vr: [B, H, S, Dh]
-  auto scores = torch::matmul(q, kr.transpose(-1, -2)) * scale;             // [B, H, S, S]
-  auto mask = torch::ones({S, S}, torch::kBool).triu(1);                     // mask: [S, S]
-  scores = scores.masked_fill(mask, -std::numeric_limits<double>::infinity());
-  return torch::matmul(torch::softmax(scores, -1), vr);                      // [B, H, S, Dh]
-}
-
 class CausalAttention : public ::testing::TestWithParam<Case> {};
 
 TEST_P(CausalAttention, MatchesLoopAndDenseGradients) {
@@ -78,7 +67,7 @@ TEST_P(CausalAttention, MatchesLoopAndDenseGradients) {
 
   auto upstream = torch::randn_like(out);
   auto grads = torch::autograd::grad({out}, {q, k, v}, {upstream});
-  auto dense_grads = torch::autograd::grad({dense_reference(q, k, v, scale)}, {q, k, v}, {upstream});
+  auto dense_grads = torch::autograd::grad({testing::dense_attention(q, k, v, scale)}, {q, k, v}, {upstream});
   for (int i = 0; i < 3; ++i) {
     EXPECT_LE((grads[i] - dense_grads[i]).abs().max().item<double>(), 1e-13) << "input " << i;
   }
