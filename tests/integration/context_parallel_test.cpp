@@ -1,13 +1,15 @@
-// Context parallelism is validated as users validate a layout: llama3's debug model in fp32 with
-// tokens per step held fixed (global batch 8 x seq_len 64), 20 steps, against the FSDP 2
+// Context parallelism is validated as users validate a layout: llama3's debug model in fp32
+// with tokens per step held fixed (global batch 8 x seq_len 64), 20 steps, against the FSDP 2
 // baseline through `titan compare --rtol 1e-4` and within 1e-5 per step (attention's pairs of
-// chunks add their softmax terms in another order): CP 2, CP 4, CP 2 x FSDP 2, CP 2 x TP 2 and
-// CP 2 x PP 2, each with both rotate methods; qwen3 (q/k norms) and deepseek_v3 (MLA, values
-// narrower than keys, and MoE) at CP 2 over 16 steps within 5e-5 (qwen3's q/k norms lift one
-// step's grad norm difference to 1.2e-5; deepseek's step 20 is a grad-norm spike, 1.26 -> 7.36
-// in the baseline itself, that turns 1e-7 into 1e-2). The step-1 loss agrees to 1e-5 at TP 1 / 2 x CP 1 / 2
-// (TorchTitan #3329: with TP and CP together its logged loss was half the true value). A CP 2
-// x FSDP 2 checkpoint resumes bit-exactly, and under FSDP 4 and TP 2 x FSDP 2.
+// chunks add their softmax terms in another order): CP 2, CP 4, CP 2 x FSDP 2, CP 2 x TP 2,
+// CP 2 x PP 2, and CP 2 with gradient accumulation and full activation checkpointing (the
+// ring runs again in the recompute), each with both rotate methods. qwen3 (q/k norms) and
+// deepseek_v3 (MLA, values narrower than keys, and MoE) at CP 2 over 10 steps within 5e-5:
+// qwen3's q/k norms lift one step's grad norm difference to 1.2e-5, and deepseek's step 20 is
+// a grad-norm spike (1.26 -> 7.36 in the baseline itself) that turns 1e-7 into 1e-2. The
+// step-1 loss agrees to 1e-5 at TP 1 / 2 x CP 1 / 2 (TorchTitan #3329: with TP and CP together
+// its logged loss was half the true value). A CP 2 x FSDP 2 checkpoint resumes bit-exactly,
+// and under FSDP 4 and TP 2 x FSDP 2.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -61,6 +63,12 @@ TEST(ContextParallelLayouts, Llama3MatchesTheFsdpBaselineWithBothRotations) {
                                                        "1F1B",
                                                  20),
                             "CP 2 x PP 2 " + rotate);
+    expect_matches_baseline(fsdp,
+                            testing::train_steps(2,
+                                                 cp2 + "--training.local_batch_size 4 "
+                                                       "--activation_checkpoint.mode full",
+                                                 20),
+                            "CP 2 with 2 accumulation steps and full checkpointing " + rotate);
     for (const auto* r : {&tp, &cp, &cp_tp}) {
       EXPECT_NEAR(first_loss(*r), first_loss(fsdp), 1e-5 * first_loss(fsdp)) << rotate;
     }
@@ -70,13 +78,13 @@ TEST(ContextParallelLayouts, Llama3MatchesTheFsdpBaselineWithBothRotations) {
 TEST(ContextParallelLayouts, Qwen3AndDeepseekV3MatchTheFsdpBaseline) {
   for (const std::string model : {"--module qwen3 --config qwen3_debugmodel ",
                                   "--module deepseek_v3 --config deepseek_v3_debugmodel "}) {
-    auto fsdp = testing::train_steps(2, model + kShape + "--training.local_batch_size 4", 16);
+    auto fsdp = testing::train_steps(2, model + kShape + "--training.local_batch_size 4", 10);
     auto cp = testing::train_steps(2,
                                    model + kShape +
                                        "--training.local_batch_size 8 "
                                        "--parallelism.context_parallel_degree 2 "
                                        "--parallelism.context_parallel_rotate_method alltoall",
-                                   16);
+                                   10);
     expect_matches_baseline(fsdp, cp, model + "CP 2", 5e-5);
   }
 }

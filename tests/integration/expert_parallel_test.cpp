@@ -4,7 +4,8 @@
 // rows arrive grouped by source rank, so its GEMMs and gradient sums add in another order;
 // DeepSeek under EP 2 x TP 2 drifts to 1.04e-5 by step 16): EP 2, EP 4,
 // EP 2 x FSDP 2 (experts sharded over efsdp 2), EP 2 x TP 2 (ETP 1: the ep group is the tp
-// group, each rank routing its sequence shard) and EP 2 x PP 2. At step 1 every layer's expert
+// group, each rank routing its sequence shard), EP 2 x CP 2 (each rank routing its chunks of
+// the sequences) and EP 2 x PP 2. At step 1 every layer's expert
 // loads (the max and min of its per-expert token counts over the mean) equal the baseline's
 // exactly: a token routed elsewhere changes two counts. Checkpoints hold the experts in global
 // coordinates: an EP 2 x FSDP 2 run resumes bit-exactly and its checkpoint resumes under
@@ -51,6 +52,12 @@ void check_layouts(const std::string& model) {
       fsdp,
       run(model, 4, ep2 + "--training.local_batch_size 4 --parallelism.tensor_parallel_degree 2"),
       "EP 2 x TP 2");
+  expect_matches_baseline(
+      fsdp,
+      run(model, 4,
+          ep2 + "--training.local_batch_size 4 --parallelism.context_parallel_degree 2 "
+                "--parallelism.context_parallel_rotate_method alltoall"),
+      "EP 2 x CP 2");
   expect_matches_baseline(fsdp,
                           run(model, 4,
                               ep2 + "--training.local_batch_size 4 "

@@ -30,14 +30,10 @@ double max_diff(const torch::Tensor& a, const torch::Tensor& b) {
   return (a - b).abs().max().item<double>();
 }
 
-using Params = std::tuple<int, LoadBalancer, RotateMethod>;
-class ContextParallelAttention : public ::testing::TestWithParam<Params> {};
-
-TEST_P(ContextParallelAttention, MatchesDenseAttentionOnEveryRank) {
-  const auto [cp, balancer, rotate] = GetParam();
+void check_against_dense(int cp, LoadBalancer balancer, RotateMethod rotate, int64_t chunk_len) {
   const SequenceSplit split{cp, balancer};
   torch::manual_seed(21);
-  const int64_t B = 2, H = 4, Hkv = 2, S = split.num_chunks() * 3, Dh = 8, Dv = 6;
+  const int64_t B = 2, H = 4, Hkv = 2, S = split.num_chunks() * chunk_len, Dh = 8, Dv = 6;
   const double scale = 1.0 / std::sqrt(double(Dh));
   auto opts = torch::TensorOptions().dtype(torch::kFloat64);
   auto q = torch::randn({B, H, S, Dh}, opts).requires_grad_();
@@ -53,12 +49,23 @@ TEST_P(ContextParallelAttention, MatchesDenseAttentionOnEveryRank) {
     auto vl = shard_heads(v.detach(), split, rank).requires_grad_();
     auto out = context.attention(ql, kl, vl, scale);  // [B, H, S / cp, Dv]
     out.backward(shard_heads(upstream, split, rank));
-    const std::string at = "rank " + std::to_string(rank);
+    const std::string at =
+        "chunks of " + std::to_string(chunk_len) + ", rank " + std::to_string(rank);
     EXPECT_LE(max_diff(out, shard_heads(want.detach(), split, rank)), 1e-12) << at;
     EXPECT_LE(max_diff(ql.grad(), shard_heads(grads[0], split, rank)), 1e-12) << at << " dq";
     EXPECT_LE(max_diff(kl.grad(), shard_heads(grads[1], split, rank)), 1e-12) << at << " dk";
     EXPECT_LE(max_diff(vl.grad(), shard_heads(grads[2], split, rank)), 1e-12) << at << " dv";
   });
+}
+
+using Params = std::tuple<int, LoadBalancer, RotateMethod>;
+class ContextParallelAttention : public ::testing::TestWithParam<Params> {};
+
+// Chunks of 3 tokens and of 37 (past the fused kernel's blocks, so a chunk's diagonal pair
+// spans several of them).
+TEST_P(ContextParallelAttention, MatchesDenseAttentionOnEveryRank) {
+  const auto [cp, balancer, rotate] = GetParam();
+  for (int64_t len : {3, 37}) check_against_dense(cp, balancer, rotate, len);
 }
 
 INSTANTIATE_TEST_SUITE_P(

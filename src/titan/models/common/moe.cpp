@@ -158,7 +158,6 @@ torch::Tensor MoEImpl::forward(const torch::Tensor& x) {
     expert_out = dispatcher->combine(experts(local_rows, local_counts));
   } else {
     expert_out = experts(routed, expert_counts);
-    compute_shared();
   }
   auto position = torch::empty_like(by_expert).scatter_(
       0, by_expert, torch::arange(by_expert.size(0), by_expert.options()));  // [N]
@@ -169,7 +168,9 @@ torch::Tensor MoEImpl::forward(const torch::Tensor& x) {
                        .sum(1)
                        .to(x.scalar_type());  // out: [T, dim]
   out = out.view(x.sizes());                  // [B, S, dim]
-  return shared_experts ? out + shared : out;
+  if (!shared_experts) return out;
+  if (!dispatcher) compute_shared();  // last, as before expert parallelism (the same sums)
+  return out + shared;
 }
 
 SavedElements MoEImpl::saved_elements(bool op_level) const {

@@ -63,7 +63,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{4, 2, 8, 8, 4, 5, {1, 2}, {3, 0, 2, 1}},  // GQA, keys shuffled
                       Case{6, 1, 8, 8, 8, 3, {0, 7}, {0, 1, 2, 3, 4, 5, 6, 7}},  // head-tail
                       Case{4, 4, 12, 8, 4, 6, {3}, {2, 3, 0, 1}},                // MLA: Dv < Dh
-                      Case{2, 2, 8, 8, 2, 1, {1, 0}, {0, 1}}));                  // one-token chunks
+                      Case{2, 2, 8, 8, 2, 1, {1, 0}, {0, 1}},                    // one-token chunks
+                      Case{4, 2, 16, 16, 4, 37, {0, 3}, {0, 1, 2, 3}}));  // past kernel blocks
 
 TEST(ChunkedAttentionPrecision, Float32WithinOneInHundredThousand) {
   torch::manual_seed(12);
