@@ -2,13 +2,14 @@
 // with tokens per step held fixed (global batch 8 x seq_len 32), through `titan compare --rtol
 // 1e-4` (losses and gradient norms) over 20 steps, llama3 and qwen3 debug models in fp32: PP 2
 // with each schedule, PP 2 x FSDP 2, PP 2 x TP 2, PP 4 Interleaved1F1B, and (llama3) PP 2 x TP 2
-// x FSDP 2 on 8 ranks. Beyond compare's tolerance the curves must agree within 1e-5 and the
-// first step's gradient norm (same weights, same batch) within 1e-5 of the baseline's: only the
-// summation order differs, while a gradient scaled by the microbatch count (TorchTitan #2972,
-// #1733) or a stage missing from the norm is off by a factor. Each run must have cut the model
-// as planned (its log names the stages the metrics rank holds). A second test holds the token
-// count fixed across microbatches and accumulation: PP 2 with 4 microbatches x 2 accumulation
-// steps = 1 rank with 2 accumulation steps = 1 rank with the doubled batch.
+// x FSDP 2 on 8 ranks. Beyond compare's tolerance the curves must agree within 1e-5 (qwen3:
+// 3e-5) and the first step's gradient norm (same weights, same batch) within 1e-5 of the
+// baseline's: only the summation order differs, while a gradient scaled by the microbatch
+// count (TorchTitan #2972, #1733) or a stage missing from the norm is off by a factor. Each run
+// must have cut the model as planned (its log names the stages the metrics rank holds). A
+// second test holds the token count fixed across microbatches and accumulation: PP 2 with 4
+// microbatches x 2 accumulation steps = 1 rank with 2 accumulation steps = 1 rank with the
+// doubled batch.
 #include <gtest/gtest.h>
 
 #include <tuple>
@@ -26,17 +27,18 @@ TrainRun run(const std::string& model, int ngpu, const std::string& args, int st
   return testing::train_steps(ngpu,
                               "--module " + model + " --config " + model + "_debugmodel " +
                                   "--training.seq_len 32 --training.global_batch_size 8 "
-                                  "--lr_scheduler.warmup_steps 2 " + args,
+                                  "--lr_scheduler.warmup_steps 2 " +
+                                  args,
                               steps);
 }
 
-void expect_matches_baseline(const TrainRun& fsdp, const TrainRun& other,
-                             const std::string& holds, const std::string& what) {
+void expect_matches_baseline(const TrainRun& fsdp, const TrainRun& other, const std::string& holds,
+                             const std::string& what, double curves = 1e-5) {
   EXPECT_NE(other.command.output.find(holds), std::string::npos)
       << what << ": expected the metrics rank's log to say it holds " << holds << "\n"
       << other.command.output;
   testing::expect_compare_passes(fsdp, other, what);
-  testing::expect_same_curves(fsdp, other, 1e-5, what);
+  testing::expect_same_curves(fsdp, other, curves, what);
   double g0 = fsdp.records[0]["grad_norm"].get<double>();
   double g1 = other.records[0]["grad_norm"].get<double>();
   EXPECT_NEAR(g1, g0, 1e-5 * g0) << what << ": step 1 gradient norm";
@@ -53,38 +55,41 @@ TEST_P(PipelineLayouts, MatchTheFsdpBaseline) {
   const std::string model = GetParam();
   // The last stage's blocks: llama3 has 6 (8 effective layers), qwen3 8 (10).
   const bool llama = model == "llama3";
+  // qwen3's step-9 gradient norm lifts summation-order noise to 1.4e-5 under PP 2 x TP 2 on
+  // AVX-512/AMX Xeons (its q/k norms); the step-1 check below stays at 1e-5.
+  const double curves = llama ? 1e-5 : 3e-5;
   const std::string last_of_2 = llama ? "stage 1 (blocks [3, 6), norm and output)"
                                       : "stage 1 (blocks [4, 8), norm and output)";
   auto fsdp = run(model, 2, "--training.local_batch_size 4");
   for (const char* schedule : {"GPipe", "1F1B", "Interleaved1F1B", "ZBVZeroBubble"}) {
     const std::string s = schedule;
-    const std::string holds =
-        s == "ZBVZeroBubble"     ? "pipeline rank 0 holds stage 0"
-        : s == "Interleaved1F1B" ? "pipeline rank 1 holds stage 1"
-                                 : last_of_2;
-    expect_matches_baseline(fsdp, run(model, 2, "--training.local_batch_size 8 " + pp(2, s)),
-                            holds, "PP 2 " + s);
+    const std::string holds = s == "ZBVZeroBubble"     ? "pipeline rank 0 holds stage 0"
+                              : s == "Interleaved1F1B" ? "pipeline rank 1 holds stage 1"
+                                                       : last_of_2;
+    expect_matches_baseline(fsdp, run(model, 2, "--training.local_batch_size 8 " + pp(2, s)), holds,
+                            "PP 2 " + s, curves);
   }
   // llama3 frees each block's gathered parameters after its forward (off under PP by default):
   // each microbatch in flight then gathers its own again for its backward.
   const std::string reshard = llama ? "--parallelism.fsdp_reshard_after_forward always " : "";
   expect_matches_baseline(fsdp,
                           run(model, 4, "--training.local_batch_size 4 " + reshard + pp(2, "1F1B")),
-                          last_of_2, "PP 2 x FSDP 2");
+                          last_of_2, "PP 2 x FSDP 2", curves);
   expect_matches_baseline(fsdp,
-                          run(model, 4, "--training.local_batch_size 8 "
-                                        "--parallelism.tensor_parallel_degree 2 " +
-                                        pp(2, "ZBVZeroBubble")),
-                          "pipeline rank 0 holds stage 0", "PP 2 x TP 2");
-  expect_matches_baseline(fsdp,
-                          run(model, 4, "--training.local_batch_size 8 " +
-                                        pp(4, "Interleaved1F1B")),
-                          "8 stages, 8 microbatches", "PP 4 Interleaved1F1B");
+                          run(model, 4,
+                              "--training.local_batch_size 8 "
+                              "--parallelism.tensor_parallel_degree 2 " +
+                                  pp(2, "ZBVZeroBubble")),
+                          "pipeline rank 0 holds stage 0", "PP 2 x TP 2", curves);
+  expect_matches_baseline(
+      fsdp, run(model, 4, "--training.local_batch_size 8 " + pp(4, "Interleaved1F1B")),
+      "8 stages, 8 microbatches", "PP 4 Interleaved1F1B", curves);
   if (llama) {  // 8 ranks: once
     expect_matches_baseline(fsdp,
-                            run(model, 8, "--training.local_batch_size 4 "
-                                          "--parallelism.tensor_parallel_degree 2 " +
-                                          pp(2, "Interleaved1F1B")),
+                            run(model, 8,
+                                "--training.local_batch_size 4 "
+                                "--parallelism.tensor_parallel_degree 2 " +
+                                    pp(2, "Interleaved1F1B")),
                             "pipeline rank 1 holds stage 1", "PP 2 x TP 2 x FSDP 2");
   }
 }
@@ -105,16 +110,19 @@ TEST(PipelineAccumulation, MicrobatchesAndAccumulationStepsScaleTheGradientOnce)
 // numbers, and so does PP 2 over DDP 2 replicas (gradients all-reduced across them).
 TEST(PipelineAccumulation, FewMicrobatchesAndReplicasFollowTheBaseline) {
   auto fsdp = run("llama3", 2, "--training.local_batch_size 4", 5);
-  testing::expect_same_curves(
-      fsdp, run("llama3", 2, "--training.local_batch_size 1 " + pp(2, "1F1B"), 5), 1e-5,
-      "PP 2 1F1B, 1 microbatch x 8 accumulation steps");
+  testing::expect_same_curves(fsdp,
+                              run("llama3", 2, "--training.local_batch_size 1 " + pp(2, "1F1B"), 5),
+                              1e-5, "PP 2 1F1B, 1 microbatch x 8 accumulation steps");
   testing::expect_same_curves(
       fsdp, run("llama3", 2, "--training.local_batch_size 2 " + pp(2, "ZBVZeroBubble"), 5), 1e-5,
       "PP 2 ZBV, 2 microbatches for 4 stages");
   testing::expect_same_curves(
       fsdp,
-      run("llama3", 4, "--training.local_batch_size 4 --parallelism.data_parallel_shard_degree 1 "
-                       "--parallelism.data_parallel_replicate_degree 2 " + pp(2, "1F1B"), 5),
+      run("llama3", 4,
+          "--training.local_batch_size 4 --parallelism.data_parallel_shard_degree 1 "
+          "--parallelism.data_parallel_replicate_degree 2 " +
+              pp(2, "1F1B"),
+          5),
       1e-5, "PP 2 x DDP 2");
 }
 
@@ -127,8 +135,9 @@ TEST(PipelineSplit, ExplicitModulesPerStageTrainTheSameModel) {
                        "--parallelism.module_fqns_per_model_part 'tok_embeddings,layers.0;"
                        "layers.1,layers.2,layers.3,layers.4,layers.5,norm,output'",
                    5);
-  expect_matches_baseline(fsdp, piped, "pipeline rank 1 holds stage 1 (blocks [1, 6), norm and "
-                                       "output)",
+  expect_matches_baseline(fsdp, piped,
+                          "pipeline rank 1 holds stage 1 (blocks [1, 6), norm and "
+                          "output)",
                           "PP 2, explicit split");
 }
 
@@ -137,8 +146,9 @@ TEST(PipelineSplit, ExplicitModulesPerStageTrainTheSameModel) {
 // within 1e-3 of the same settings on FSDP 2 (bf16 rounds the microbatches' activations
 // differently from the whole batch's; measured 1e-4).
 TEST(PipelineComposition, Bf16WithActivationCheckpointingFollowsTheBaseline) {
-  const std::string common = "--training.local_batch_size 4 --training.mixed_precision_param "
-                             "bfloat16 --activation_checkpoint.mode full ";
+  const std::string common =
+      "--training.local_batch_size 4 --training.mixed_precision_param "
+      "bfloat16 --activation_checkpoint.mode full ";
   auto fsdp = run("llama3", 2, common, 5);
   auto piped = run("llama3", 4, common + pp(2, "ZBVZeroBubble"), 5);
   EXPECT_NE(piped.command.output.find("Compute dtype bfloat16"), std::string::npos)
@@ -158,8 +168,9 @@ TEST(PipelineConfig, ImpossiblePipelinesAreRefusedBeforeWorkersStart) {
       {pp(2, "ZBVZeroBubble") + "--parallelism.pipeline_parallel_layers_per_stage 1",
        "needs exactly 2 stages per rank (the V), got 4"},
       {pp(2, "DualPipeV"), "parallelism.pipeline_parallel_schedule = 'DualPipeV' is not allowed"},
-      {"--model.flavor 1B", "model.flavor = 1B with parallelism.pipeline_parallel_degree = 2 (2 "
-                            "model parts): a model with tied embeddings cannot put"},
+      {"--model.flavor 1B",
+       "model.flavor = 1B with parallelism.pipeline_parallel_degree = 2 (2 "
+       "model parts): a model with tied embeddings cannot put"},
       {"--parallelism.pipeline_parallel_degree 4 --parallelism.module_fqns_per_model_part "
        "'tok_embeddings,layers.0;;layers.1,layers.2;layers.3,layers.4,layers.5,norm,output'",
        "parallelism.module_fqns_per_model_part: stage 1 holds no module"},
@@ -170,7 +181,8 @@ TEST(PipelineConfig, ImpossiblePipelinesAreRefusedBeforeWorkersStart) {
                                                                   : 2;
     auto r = run_command("NGPU=" + std::to_string(ngpu) + " " + titan_binary() +
                          " launch --module llama3 --config llama3_debugmodel "
-                         "--parallelism.pipeline_parallel_degree 2 " + args);
+                         "--parallelism.pipeline_parallel_degree 2 " +
+                         args);
     EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
     EXPECT_NE(r.output.find(message), std::string::npos) << args << "\n" << r.output;
     EXPECT_EQ(r.output.find("rank0"), std::string::npos) << "a worker started:\n" << r.output;

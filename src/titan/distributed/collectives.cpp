@@ -27,7 +27,7 @@ torch::Tensor all_reduce_sum(const torch::Tensor& x, ProcessGroup& group, const 
 
 // x: [..., n at dim, ...] -> [..., size * n, ...].
 torch::Tensor gather(const torch::Tensor& x, int64_t dim, ProcessGroup& group, const char* what) {
-  auto front = x.movedim(dim, 0).contiguous();  // [n, ...]
+  auto front = x.movedim(dim, 0).contiguous();    // [n, ...]
   auto gathered = group.all_gather(front, what);  // [size * n, ...]
   return gathered.movedim(0, dim).contiguous();
 }
@@ -59,8 +59,7 @@ struct CopyToRegion : public torch::autograd::Function<CopyToRegion> {
 
 struct ReduceFromRegion : public torch::autograd::Function<ReduceFromRegion> {
   static torch::Tensor forward(AutogradContext*, const torch::Tensor& x, const GroupState& group) {
-    return all_reduce_sum(x, *group->value,
-                          "TP all-reduce of partial outputs");
+    return all_reduce_sum(x, *group->value, "TP all-reduce of partial outputs");
   }
   static variable_list backward(AutogradContext*, variable_list grads) {
     return {grads[0], torch::Tensor()};
@@ -69,14 +68,16 @@ struct ReduceFromRegion : public torch::autograd::Function<ReduceFromRegion> {
 
 struct AllGatherAlong : public torch::autograd::Function<AllGatherAlong> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, int64_t dim,
-                               const GroupState& group) {
+                               const GroupState& group, std::string what) {
     platform::save_state(ctx, group);
     ctx->saved_data["dim"] = dim;
-    return gather(x, dim, *group->value, "SP all-gather");
+    ctx->saved_data["what"] = what;
+    return gather(x, dim, *group->value, what.c_str());
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     int64_t dim = ctx->saved_data["dim"].toInt();
-    return {scatter_sum(grads[0], dim, group_of(ctx), "SP reduce-scatter of a gradient"),
+    const auto what = ctx->saved_data["what"].toStringRef() + ": reduce-scatter of a gradient";
+    return {scatter_sum(grads[0], dim, group_of(ctx), what.c_str()), torch::Tensor(),
             torch::Tensor(), torch::Tensor()};
   }
 };
@@ -90,8 +91,8 @@ struct ReduceScatterAlong : public torch::autograd::Function<ReduceScatterAlong>
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     int64_t dim = ctx->saved_data["dim"].toInt();
-    return {gather(grads[0], dim, group_of(ctx), "SP all-gather of a gradient"),
-            torch::Tensor(), torch::Tensor()};
+    return {gather(grads[0], dim, group_of(ctx), "SP all-gather of a gradient"), torch::Tensor(),
+            torch::Tensor()};
   }
 };
 
@@ -100,8 +101,7 @@ struct GatherLastDim : public torch::autograd::Function<GatherLastDim> {
                                const GroupState& group) {
     platform::save_state(ctx, group);
     ctx->saved_data["n"] = x.size(-1);
-    return gather(x, x.dim() - 1, *group->value,
-                  "TP all-gather of the last dimension");
+    return gather(x, x.dim() - 1, *group->value, "TP all-gather of the last dimension");
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     int64_t n = ctx->saved_data["n"].toInt();
@@ -166,18 +166,20 @@ torch::Tensor reduce_from_parallel_region(const torch::Tensor& x, ProcessGroup& 
   return ReduceFromRegion::apply(x, handle(group));
 }
 
-torch::Tensor all_gather_along(const torch::Tensor& x, int64_t dim, ProcessGroup& group) {
+torch::Tensor all_gather_along(const torch::Tensor& x, int64_t dim, ProcessGroup& group,
+                               const std::string& what) {
   if (group.size() == 1) return x;
-  return AllGatherAlong::apply(x, wrap_dim(dim, x), handle(group));
+  return AllGatherAlong::apply(x, wrap_dim(dim, x), handle(group), what);
 }
 
 torch::Tensor reduce_scatter_along(const torch::Tensor& x, int64_t dim, ProcessGroup& group) {
   if (group.size() == 1) return x;
   dim = wrap_dim(dim, x);
   if (x.size(dim) % group.size() != 0) {
-    throw ConfigError(fmt::format("cannot reduce-scatter a dimension of {} over the {} ranks of "
-                                  "group {}: it must be divisible",
-                                  x.size(dim), group.size(), group.name()));
+    throw ConfigError(
+        fmt::format("cannot reduce-scatter a dimension of {} over the {} ranks of "
+                    "group {}: it must be divisible",
+                    x.size(dim), group.size(), group.name()));
   }
   return ReduceScatterAlong::apply(x, dim, handle(group));
 }

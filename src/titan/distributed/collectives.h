@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "titan/distributed/process_group.h"
@@ -27,8 +28,9 @@ torch::Tensor reduce_from_parallel_region(const torch::Tensor& x, ProcessGroup& 
 
 /// x: [..., n, ...] (n at `dim`) -> [..., size * n, ...], rank r's piece at [r * n, (r+1) * n);
 /// backward reduce-scatters the gradient along `dim` (sequence parallelism entering a
-/// tensor-parallel region).
-torch::Tensor all_gather_along(const torch::Tensor& x, int64_t dim, ProcessGroup& group);
+/// tensor-parallel region; context parallelism's keys). `what` names it in errors.
+torch::Tensor all_gather_along(const torch::Tensor& x, int64_t dim, ProcessGroup& group,
+                               const std::string& what = "SP all-gather");
 
 /// x: [..., size * n, ...] partial sums -> this rank's [..., n, ...] piece of their sum along
 /// `dim`; backward all-gathers the gradient (sequence parallelism leaving a region). Throws

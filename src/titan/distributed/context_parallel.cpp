@@ -7,6 +7,7 @@
 #include "titan/models/common/chunked_attention.h"
 #include "titan/models/common/transformer_block.h"
 #include "titan/platform/autograd_state.h"
+#include "titan/platform/device.h"
 
 namespace titan::distributed {
 namespace {
@@ -156,12 +157,8 @@ std::vector<int64_t> SequenceSplit::chunks_of(int rank) const {
 
 torch::Tensor SequenceSplit::shard(const torch::Tensor& x, int rank) const {
   const int64_t seq = x.size(1), n = num_chunks();
-  if (seq % n != 0) {
-    throw ConfigError(fmt::format(
-        "a sequence of {} tokens does not divide into the {} chunks of context_parallel_degree "
-        "{}{}; choose training.seq_len divisible by {}",
-        seq, n, cp, balancer == LoadBalancer::HeadTail ? " with headtail balancing" : "", n));
-  }
+  TORCH_CHECK(seq % n == 0, "context parallelism: a sequence of ", seq,
+              " tokens does not divide into ", n, " chunks");
   std::vector<torch::Tensor> pieces;
   for (int64_t c : chunks_of(rank)) pieces.push_back(x.narrow(1, c * (seq / n), seq / n));
   return torch::cat(pieces, 1);  // [B, S / cp, ...]
@@ -187,8 +184,9 @@ torch::Tensor ContextParallel::attention(const torch::Tensor& q, const torch::Te
   }
   const auto mine = split_.chunks_of(group_->rank());
   const ChunkLayout layout{mine, all_chunks(split_), q.size(2) / static_cast<int64_t>(mine.size())};
-  return models::chunked_causal_attention(q, all_gather_along(k, 2, *group_),
-                                          all_gather_along(v, 2, *group_), scale, layout);
+  return models::chunked_causal_attention(q, all_gather_along(k, 2, *group_, "CP all-gather"),
+                                          all_gather_along(v, 2, *group_, "CP all-gather"), scale,
+                                          layout);
 }
 
 void check_context_parallel(const config::ParallelismSection& parallelism, int cp,
@@ -201,6 +199,20 @@ void check_context_parallel(const config::ParallelismSection& parallelism, int c
         "training.seq_len = {} must divide into the {} chunks of "
         "parallelism.context_parallel_degree = {} with context_parallel_load_balancer = '{}'",
         seq_len, split.num_chunks(), cp, parallelism.context_parallel_load_balancer));
+  }
+  const int64_t tp = parallelism.tensor_parallel_degree;
+  if (tp > 1 && !parallelism.disable_sequence_parallel && (seq_len / cp) % tp != 0) {
+    throw ConfigError(fmt::format(
+        "training.seq_len = {} leaves each of the {} context-parallel ranks {} tokens, which "
+        "sequence parallelism cannot split over tensor_parallel_degree = {}; choose a seq_len "
+        "divisible by {}",
+        seq_len, cp, seq_len / cp, tp, cp * tp * (split.num_chunks() / cp)));
+  }
+  if (platform::visible_gpus() > 0) {
+    throw ConfigError(
+        "parallelism.context_parallel_degree > 1 runs attention on the CPU's fused kernel; its "
+        "CUDA kernel is not built yet (hide the GPUs with CUDA_VISIBLE_DEVICES= to train on the "
+        "CPU)");
   }
 }
 

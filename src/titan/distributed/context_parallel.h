@@ -46,7 +46,8 @@ struct SequenceSplit {
   /// Rank r's chunks, in its local order: {r, 2 cp - 1 - r} (head-tail) or {r}.
   std::vector<int64_t> chunks_of(int rank) const;
   /// x [B, S, ...] whole sequences -> rank's chunks, [B, S / cp, ...] (along dim 1). Throws
-  /// ConfigError naming the numbers when S does not divide into num_chunks().
+  /// c10::Error when S does not divide into num_chunks() (check_context_parallel refuses such
+  /// a training.seq_len at start).
   torch::Tensor shard(const torch::Tensor& x, int rank) const;
 };
 
@@ -55,7 +56,6 @@ class ContextParallel : public models::SequenceShard {
   ContextParallel(std::shared_ptr<ProcessGroup> cp_group, LoadBalancer balancer,
                   RotateMethod rotate);
 
-  const SequenceSplit& split() const { return split_; }
   /// This rank's chunks of x [B, S, ...] (SequenceSplit::shard).
   torch::Tensor shard(const torch::Tensor& x) const { return split_.shard(x, group_->rank()); }
   torch::Tensor positions(int64_t local_len) const override;
@@ -69,7 +69,8 @@ class ContextParallel : public models::SequenceShard {
 };
 
 /// Throws ConfigError naming the keys when `seq_len` does not divide into the chunks of `cp`
-/// ranks under `parallelism`'s load balancer, or a context_parallel_* choice is unknown.
+/// ranks under `parallelism`'s load balancer (or a rank's tokens over tp under sequence
+/// parallelism), a context_parallel_* choice is unknown, or the ranks would compute on GPUs.
 void check_context_parallel(const config::ParallelismSection& parallelism, int cp,
                             int64_t seq_len);
 

@@ -59,8 +59,7 @@ torch::Tensor AllToAllDispatcher::combine(const torch::Tensor& expert_out) {
                          *group_);  // [N, dim] in the routed order
 }
 
-std::shared_ptr<AllToAllDispatcher> shard_experts(models::MoEImpl& moe,
-                                                  std::shared_ptr<ProcessGroup> ep_group) {
+void shard_experts(models::MoEImpl& moe, std::shared_ptr<ProcessGroup> ep_group) {
   const int64_t experts = moe.args.num_experts, ep = ep_group->size();
   if (experts % ep != 0) {
     throw ConfigError(
@@ -73,9 +72,7 @@ std::shared_ptr<AllToAllDispatcher> shard_experts(models::MoEImpl& moe,
   for (auto* w : models::weight_modules(*moe.experts)) {
     w->weight.set_data(w->weight.narrow(0, ep_group->rank() * local, local).clone());
   }
-  auto dispatcher = std::make_shared<AllToAllDispatcher>(std::move(ep_group), experts);
-  moe.dispatcher = dispatcher;
-  return dispatcher;
+  moe.dispatcher = std::make_shared<AllToAllDispatcher>(std::move(ep_group), experts);
 }
 
 ExpertParallel::ExpertParallel(models::CausalLM& model, std::shared_ptr<ProcessGroup> ep_group)

@@ -50,10 +50,9 @@ class AllToAllDispatcher : public models::TokenDispatcher {
 };
 
 /// Keeps rows [rank E / ep, (rank + 1) E / ep) of each of `moe`'s expert weights [E, ...] and
-/// gives it an AllToAllDispatcher over `ep_group` (returned). Throws ConfigError naming the
-/// numbers when ep does not divide E.
-std::shared_ptr<AllToAllDispatcher> shard_experts(models::MoEImpl& moe,
-                                                  std::shared_ptr<ProcessGroup> ep_group);
+/// gives it an AllToAllDispatcher over `ep_group`. Throws ConfigError naming the numbers when
+/// ep does not divide E.
+void shard_experts(models::MoEImpl& moe, std::shared_ptr<ProcessGroup> ep_group);
 
 /// Expert parallelism applied to a model part: which weights it split, their checkpoint
 /// coordinates, and the time its all-to-alls took.

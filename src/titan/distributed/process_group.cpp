@@ -1,6 +1,7 @@
 #include "titan/distributed/process_group.h"
 
 #include <fmt/format.h>
+
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -22,9 +23,12 @@ using platform::env_int;
 
 c10d::ReduceOp to_c10d(ReduceOp op) {
   switch (op) {
-    case ReduceOp::Sum: return c10d::ReduceOp::SUM;
-    case ReduceOp::Max: return c10d::ReduceOp::MAX;
-    case ReduceOp::Min: return c10d::ReduceOp::MIN;
+    case ReduceOp::Sum:
+      return c10d::ReduceOp::SUM;
+    case ReduceOp::Max:
+      return c10d::ReduceOp::MAX;
+    case ReduceOp::Min:
+      return c10d::ReduceOp::MIN;
   }
   return c10d::ReduceOp::SUM;
 }
@@ -76,10 +80,10 @@ void ProcessGroup::wait(const c10::intrusive_ptr<c10d::Work>& work, const std::s
     work->wait(std::chrono::duration_cast<std::chrono::milliseconds>(timeout_));
     blocked_seconds_ += platform::seconds_since(start);
   } catch (const std::exception& e) {
-    throw CommError(fmt::format("rank {}: {} on group '{}' ({} ranks) failed or timed out "
-                                "(comm.train_timeout_seconds = {}): {}",
-                                global_rank_, what, name_, size(), timeout_.count(),
-                                message_of(e)));
+    throw CommError(
+        fmt::format("rank {}: {} on group '{}' ({} ranks) failed or timed out "
+                    "(comm.train_timeout_seconds = {}): {}",
+                    global_rank_, what, name_, size(), timeout_.count(), message_of(e)));
   }
 }
 
@@ -122,7 +126,7 @@ torch::Tensor ProcessGroup::reduce_scatter(const torch::Tensor& t, const std::st
   TORCH_CHECK(t.dim() == 1 && t.numel() % size() == 0, "reduce_scatter of ", what,
               ": expected a flat tensor divisible by ", size(), ", got ", t.sizes());
   if (!backend_) return t.clone();
-  torch::Tensor in = on_device(t);                               // in: [size * n]
+  torch::Tensor in = on_device(t);                                       // in: [size * n]
   torch::Tensor out = torch::empty({t.numel() / size()}, in.options());  // out: [n]
   wait(backend_->_reduce_scatter_base(out, in), what);
   return out.to(t.device());
@@ -181,16 +185,24 @@ torch::Tensor ProcessGroup::finish(PendingWork& pending) {
 }
 
 void ProcessGroup::recv_(torch::Tensor& t, int src, int tag, const std::string& what) {
-  auto pending = start_recv(t, src, tag, what);
-  t.copy_(finish(pending));
+  const bool in_place = t.device() == device_ && t.is_contiguous();
+  auto pending = post_recv(in_place ? t : torch::empty(t.sizes(), t.options().device(device_)),
+                           t.device(), src, tag, what);
+  auto received = finish(pending);
+  if (!received.is_same(t)) t.copy_(received);
 }
 
 PendingWork ProcessGroup::start_recv(const torch::Tensor& like, int src, int tag,
                                      const std::string& what) {
+  return post_recv(torch::empty(like.sizes(), like.options().device(device_)), like.device(), src,
+                   tag, what);
+}
+
+PendingWork ProcessGroup::post_recv(torch::Tensor buffer, torch::Device home, int src, int tag,
+                                    const std::string& what) {
   TORCH_CHECK(backend_ && src != rank_, "receive of ", what, ": group ", name_, " has no rank ",
               src, " to receive from");
-  PendingWork pending{nullptr, torch::empty(like.sizes(), like.options().device(device_)),
-                      like.device(), what};
+  PendingWork pending{nullptr, std::move(buffer), home, what};
   std::vector<torch::Tensor> tensors{pending.buffer};
   pending.work = backend_->recv(tensors, src, tag);
   return pending;
@@ -213,10 +225,10 @@ std::shared_ptr<World> World::join(const WorldInfo& info, CommTimeouts timeouts,
     try {
       store = c10::make_intrusive<c10d::TCPStore>(info.master_addr, opts);
     } catch (const std::exception& e) {
-      throw CommError(fmt::format("rank {}: rendezvous at {}:{} failed within "
-                                  "comm.init_timeout_seconds = {}: {}",
-                                  info.rank, info.master_addr, info.master_port,
-                                  timeouts.init.count(), e.what()));
+      throw CommError(fmt::format(
+          "rank {}: rendezvous at {}:{} failed within "
+          "comm.init_timeout_seconds = {}: {}",
+          info.rank, info.master_addr, info.master_port, timeouts.init.count(), e.what()));
     }
   }
   std::shared_ptr<World> world(new World(info, timeouts, store, device));
@@ -248,9 +260,10 @@ c10::intrusive_ptr<c10d::Backend> World::make_backend(c10::intrusive_ptr<c10d::S
     }
     return c10::make_intrusive<c10d::ProcessGroupGloo>(store, rank, size, opts);
   } catch (const std::exception& e) {
-    throw CommError(fmt::format("rank {}: creating a process group of {} ranks failed within "
-                                "comm.init_timeout_seconds = {}: {}",
-                                info_.rank, size, timeouts_.init.count(), e.what()));
+    throw CommError(
+        fmt::format("rank {}: creating a process group of {} ranks failed within "
+                    "comm.init_timeout_seconds = {}: {}",
+                    info_.rank, size, timeouts_.init.count(), e.what()));
   }
 }
 
@@ -269,8 +282,7 @@ std::shared_ptr<ProcessGroup> World::new_group(const std::vector<int>& ranks,
     backend = make_backend(prefixed, static_cast<int>(it - ranks.begin()),
                            static_cast<int>(ranks.size()));
   }
-  return std::make_shared<ProcessGroup>(backend, ranks, name, info_.rank, timeouts_.train,
-                                        device_);
+  return std::make_shared<ProcessGroup>(backend, ranks, name, info_.rank, timeouts_.train, device_);
 }
 
 }  // namespace titan::distributed

@@ -40,7 +40,7 @@ enum class ReduceOp { Sum, Max, Min };
 /// waits for it.
 struct PendingWork {
   c10::intrusive_ptr<c10d::Work> work;
-  torch::Tensor buffer;  // the data sent or the result received, kept alive until done
+  torch::Tensor buffer;  // a send's data (kept alive until done) or the result being received
   torch::Device home = torch::kCPU;  // where the caller's tensors live
   std::string what;
 };
@@ -102,6 +102,10 @@ class ProcessGroup {
 
  private:
   void wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& what);
+  /// Posts a receive into `buffer` (contiguous, on the group's device); finish() returns it on
+  /// `home`.
+  PendingWork post_recv(torch::Tensor buffer, torch::Device home, int src, int tag,
+                        const std::string& what);
   /// `t` contiguous on the group's device (a copy when it is elsewhere).
   torch::Tensor on_device(const torch::Tensor& t) const;
 

@@ -65,16 +65,30 @@ std::vector<Unit> fsdp_units(models::CausalLM& model, const Division& d) {
 
 using models::SavedElements;
 
-// Elements saved per token over all blocks (each block answers for itself: its norms and its
-// parts, block_part.h), and the mode's description.
+// Copies of the other context-parallel ranks' keys and values each attention keeps for
+// backward: allgather keeps the whole sequence's, the ring only this rank's.
+int64_t gathered_key_copies(const config::JobConfig& job, const distributed::ParallelDims& dims) {
+  return dims.cp_enabled() && job.parallelism.context_parallel_rotate_method == "allgather"
+             ? dims.cp - 1
+             : 0;
+}
+
+// What one block saves per token (it answers for itself: its norms and its parts,
+// block_part.h), with `gathered` extra copies of its attention's keys and values.
+SavedElements block_saved(const models::BlockRef& block, bool op_level, int64_t gathered) {
+  return block.module->saved_elements(op_level) +
+         SavedElements{0, gathered * block.module->attention->key_value_elements()};
+}
+
+// Elements saved per token over all blocks, and the mode's description.
 std::pair<SavedElements, std::string> saved_elements(const config::ActivationCheckpointSection& ac,
-                                                     models::CausalLM& model) {
+                                                     models::CausalLM& model, int64_t gathered) {
   SavedElements none, op, inputs, largest;  // the largest block's full set is recomputed
   const auto blocks = model.blocks();
   for (const auto& block : blocks) {
-    const SavedElements full = block.module->saved_elements(false);
+    const SavedElements full = block_saved(block, false, gathered);
     none = none + full;
-    op = op + block.module->saved_elements(true);
+    op = op + block_saved(block, true, gathered);
     inputs = inputs + SavedElements{block.module->dim, 0};
     if (full.total() > largest.total()) largest = full;
   }
@@ -84,13 +98,14 @@ std::pair<SavedElements, std::string> saved_elements(const config::ActivationChe
   if (ac.selective_ac_option == "op") return {op + largest, "selective op"};
   const std::string& option = ac.selective_ac_option;
   auto is_digit = [](char c) { return c >= '0' && c <= '9'; };
-  const bool digits = !option.empty() && option.size() < 10 &&
-                      std::all_of(option.begin(), option.end(), is_digit);
+  const bool digits =
+      !option.empty() && option.size() < 10 && std::all_of(option.begin(), option.end(), is_digit);
   const int64_t every = digits ? std::stoll(option) : 0;
   if (every <= 0) {
-    throw ConfigError(fmt::format("activation_checkpoint.selective_ac_option = '{}': expected "
-                                  "'op' or a positive integer",
-                                  ac.selective_ac_option));
+    throw ConfigError(
+        fmt::format("activation_checkpoint.selective_ac_option = '{}': expected "
+                    "'op' or a positive integer",
+                    ac.selective_ac_option));
   }
   // TorchTitan checkpoints the blocks whose 1-based index is a multiple of `every`.
   SavedElements saved;
@@ -99,7 +114,7 @@ std::pair<SavedElements, std::string> saved_elements(const config::ActivationChe
     const bool checkpointed = (block.layer_id + 1) % every == 0;
     any_checkpointed = any_checkpointed || checkpointed;
     saved = saved + (checkpointed ? SavedElements{block.module->dim, 0}
-                                  : block.module->saved_elements(false));
+                                  : block_saved(block, false, gathered));
   }
   return {any_checkpointed ? saved + largest : saved,
           fmt::format("selective, every {} block(s)", every)};
@@ -110,9 +125,10 @@ std::pair<SavedElements, std::string> saved_elements(const config::ActivationChe
 int64_t dtype_bytes(const std::string& dtype) {
   if (dtype == "bfloat16") return 2;
   if (dtype == "float32") return 4;
-  throw ConfigError(fmt::format("training.mixed_precision_param / mixed_precision_reduce: "
-                                "'{}' is not a dtype (expected bfloat16 or float32)",
-                                dtype));
+  throw ConfigError(
+      fmt::format("training.mixed_precision_param / mixed_precision_reduce: "
+                  "'{}' is not a dtype (expected bfloat16 or float32)",
+                  dtype));
 }
 
 LayoutPlan plan_layout(models::CausalLM& model, const config::JobConfig& job,
@@ -168,18 +184,19 @@ LayoutPlan plan_layout(models::CausalLM& model, const config::JobConfig& job,
   const int64_t sequences = load.sequences > 0 ? load.sequences : job.training.local_batch_size;
   plan.tokens_per_rank = sequences * job.training.seq_len / dims.cp;
   plan.in_flight = load.in_flight;
+  const int64_t gathered = gathered_key_copies(job, dims);
   for (const auto& block : model.blocks()) {
     plan.activation_elements_per_token_layer = std::max(
-        plan.activation_elements_per_token_layer, block.module->saved_elements(false).total());
-    plan.op_sac_elements_per_token_layer = std::max(plan.op_sac_elements_per_token_layer,
-                                                    block.module->saved_elements(true).total());
+        plan.activation_elements_per_token_layer, block_saved(block, false, gathered).total());
+    plan.op_sac_elements_per_token_layer =
+        std::max(plan.op_sac_elements_per_token_layer, block_saved(block, true, gathered).total());
   }
-  auto [saved, mode] = saved_elements(job.activation_checkpoint, model);
+  auto [saved, mode] = saved_elements(job.activation_checkpoint, model, gathered);
   plan.activation_checkpointing = mode;
   plan.sequence_parallel = tp > 1 && !job.parallelism.disable_sequence_parallel;
-  const double per_token = static_cast<double>(saved.sequence) /
-                               static_cast<double>(plan.sequence_parallel ? tp : 1) +
-                           static_cast<double>(saved.tensor) / static_cast<double>(tp);
+  const double per_token =
+      static_cast<double>(saved.sequence) / static_cast<double>(plan.sequence_parallel ? tp : 1) +
+      static_cast<double>(saved.tensor) / static_cast<double>(tp);
   m.activations = per_token * static_cast<double>(plan.tokens_per_rank * compute_bytes) *
                   static_cast<double>(plan.in_flight);
   if (model.holds_output()) {
@@ -195,8 +212,8 @@ LayoutPlan plan_layout(models::CausalLM& model, const config::JobConfig& job,
     const int64_t step_tokens =
         dp_batch * job.training.seq_len / dims.cp / (plan.sequence_parallel ? tp : 1);
     for (auto* moe : moe_layers) {
-      plan.all_to_all_bytes_per_step += 4 * step_tokens * moe->args.top_k * shape.dim *
-                                        compute_bytes * (dims.ep - 1) / dims.ep;
+      plan.all_to_all_bytes_per_step +=
+          4 * step_tokens * moe->args.top_k * shape.dim * compute_bytes * (dims.ep - 1) / dims.ep;
     }
   }
   return plan;

@@ -12,6 +12,7 @@
 #include "support/dense_attention.h"
 #include "support/thread_ranks.h"
 #include "titan/errors.h"
+#include "titan/platform/device.h"
 
 namespace titan {
 namespace {
@@ -80,9 +81,28 @@ TEST(SequenceSplit, HeadTailGivesEveryRankAHeadAndATailChunk) {
   EXPECT_EQ(split.chunks_of(1), (std::vector<int64_t>{1, 6}));
   auto tokens = torch::arange(16, torch::kInt64).view({1, 16});
   EXPECT_TRUE(torch::equal(split.shard(tokens, 1), torch::tensor({{2, 3, 12, 13}})));
-  EXPECT_THROW(split.shard(torch::zeros({1, 12}), 0), ConfigError);  // 12 tokens, 8 chunks
+  EXPECT_THROW(split.shard(torch::zeros({1, 12}), 0), c10::Error);  // 12 tokens, 8 chunks
   const SequenceSplit plain{4, LoadBalancer::None};
   EXPECT_TRUE(torch::equal(plain.shard(tokens, 3), torch::tensor({{12, 13, 14, 15}})));
+}
+
+TEST(SequenceSplit, StartCheckNamesTheSequenceLength) {
+  if (platform::visible_gpus() > 0) GTEST_SKIP() << "context parallelism refuses GPUs";
+  config::ParallelismSection p;
+  distributed::check_context_parallel(p, 2, 64);
+  EXPECT_THROW(distributed::check_context_parallel(p, 2, 66), ConfigError);  // 4 chunks
+  p.context_parallel_load_balancer = "none";
+  distributed::check_context_parallel(p, 2, 66);
+  p.tensor_parallel_degree = 4;  // 33 tokens per rank for sequence parallelism over 4
+  EXPECT_THROW(distributed::check_context_parallel(p, 2, 66), ConfigError);
+  p.disable_sequence_parallel = true;
+  distributed::check_context_parallel(p, 2, 66);
+  try {
+    distributed::check_context_parallel(p, 2, 65);
+    ADD_FAILURE() << "65 tokens over 2 ranks";
+  } catch (const ConfigError& e) {
+    EXPECT_NE(std::string(e.what()).find("training.seq_len = 65"), std::string::npos) << e.what();
+  }
 }
 
 TEST(SequenceSplit, PositionsAreTheChunksPlaces) {

@@ -46,7 +46,7 @@ TEST(Plan, Llama8BOnOneRankHoldsEverythingInFp32) {
   EXPECT_EQ(plan.total_params, kLlama8B);
   EXPECT_EQ(plan.embedding_params, kVocab * kDim);
   EXPECT_EQ(plan.params_per_rank, kLlama8B);
-  EXPECT_DOUBLE_EQ(plan.memory.params, 4.0 * kLlama8B);     // 29.9 GiB
+  EXPECT_DOUBLE_EQ(plan.memory.params, 4.0 * kLlama8B);  // 29.9 GiB
   EXPECT_DOUBLE_EQ(plan.memory.grads, 4.0 * kLlama8B);
   EXPECT_DOUBLE_EQ(plan.memory.optimizer, 8.0 * kLlama8B);  // exp_avg + exp_avg_sq
   EXPECT_EQ(plan.memory.gathered, 0.0);
@@ -65,6 +65,27 @@ TEST(Plan, ActivationsWithoutCheckpointingFollowTheDocumentedFormula) {
   EXPECT_EQ(plan.tokens_per_rank, 8192);
   EXPECT_DOUBLE_EQ(plan.memory.activations, 4.0 * kLayers * per_token * 8192);
   EXPECT_DOUBLE_EQ(plan.memory.logits, 8192.0 * kVocab * (4 + 4));
+}
+
+// Context parallelism splits each sequence's tokens; with allgather every attention also keeps
+// the other cp - 1 ranks' keys and values (2 x kv per token each), the ring only its own.
+TEST(Plan, ContextParallelSplitsTokensAndAllgatherKeepsTheGatheredKeys) {
+  auto model = meta_model("llama3", "8B");
+  auto dims = mesh(1, 1);
+  dims.cp = 4;
+  dims.world_size = 4;
+  auto job = job_for("llama3", "8B");
+  const int64_t per_token = 4 * kDim + (kDim + 2 * kKv) + kDim + 32 + 4 * kFfn;
+  job.parallelism.context_parallel_rotate_method = "alltoall";
+  auto ring = plan_layout(*model, job, dims);
+  EXPECT_EQ(ring.tokens_per_rank, 8192 / 4);
+  EXPECT_EQ(ring.activation_elements_per_token_layer, per_token);
+  // FSDP over dp_shard x cp computes in bfloat16: 2 bytes per element.
+  EXPECT_DOUBLE_EQ(ring.memory.activations, 2.0 * kLayers * per_token * 2048);
+  job.parallelism.context_parallel_rotate_method = "allgather";
+  auto gather = plan_layout(*model, job, dims);
+  EXPECT_EQ(gather.activation_elements_per_token_layer, per_token + 3 * 2 * kKv);
+  EXPECT_DOUBLE_EQ(gather.memory.activations, 2.0 * kLayers * (per_token + 3 * 2 * kKv) * 2048);
 }
 
 // Qwen3 8B's attention also keeps its q_norm / k_norm inputs (q + kv), which op-level selective
@@ -146,8 +167,8 @@ TEST(Plan, CheckpointingModesOrderTheActivationMemory) {
   // Full checkpointing keeps each block's input (dim per token) and one block's activations.
   auto plan = plan_layout(*model, job, mesh(16, 4));
   const double tokens = 8192, bytes = 2, tp = 4;
-  EXPECT_DOUBLE_EQ(full, (36 * 4096 + plan.activation_elements_per_token_layer) * tokens *
-                             bytes / tp);
+  EXPECT_DOUBLE_EQ(full,
+                   (36 * 4096 + plan.activation_elements_per_token_layer) * tokens * bytes / tp);
   EXPECT_THROW(activations("selective", "often"), ConfigError);
 }
 

@@ -52,6 +52,10 @@ std::vector<ShardedSize> AttentionImpl::tensor_parallel_sizes() const {
   return {{"query heads", options.n_heads}, {"key/value heads", options.n_kv_heads}};
 }
 
+int64_t AttentionImpl::key_value_elements() const {
+  return 2 * options.n_kv_heads * options.head_dim;
+}
+
 SavedElements AttentionImpl::saved_elements(bool op_level) const {
   const int64_t q = options.n_heads * options.head_dim;
   const int64_t kv = options.n_kv_heads * options.head_dim;

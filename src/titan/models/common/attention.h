@@ -45,6 +45,8 @@ class AttentionImpl : public AttentionPart {
   /// replaces their 5as^2b), all between the column- and row-parallel projections. Op-level
   /// checkpointing recomputes the q/k norms.
   SavedElements saved_elements(bool op_level) const override;
+  /// 2 x kv heads x head_dim.
+  int64_t key_value_elements() const override;
   /// 6 x parameters + 12 x heads x Dh x seq_len (scores and values, forward and backward).
   int64_t flops_per_token(int64_t seq_len) const override;
   /// q_norm's and k_norm's (none without qk_norm).

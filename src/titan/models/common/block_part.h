@@ -71,6 +71,9 @@ class AttentionPart : public BlockPart {
  public:
   virtual torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& cos,
                                 const torch::Tensor& sin) = 0;
+  /// Elements per token of the keys and values the attention reads, over all heads (tensor
+  /// parallelism splits them): what allgather context parallelism keeps (cp - 1) more of.
+  virtual int64_t key_value_elements() const = 0;
 
   /// Null: this rank holds whole sequences. Context parallelism sets it.
   std::shared_ptr<SequenceShard> sequence_shard;

@@ -15,9 +15,11 @@
 
 namespace titan::models {
 
-/// A query chunk's attention over some of its keys, not yet normalised over all of them.
+/// A query chunk's attention over some of its keys (normalised over those keys), or, from
+/// finish_chunks, over all of them.
 struct PartialAttention {
-  torch::Tensor out;  // [B, H, Lq, Dv], float32 (float64 for float64 inputs)
+  torch::Tensor out;  // [B, H, Lq, Dv]: float32 (float64 for float64 inputs) while
+                      // accumulating, the inputs' dtype once finished
   torch::Tensor lse;  // [B, H, Lq] float32 / float64: log-sum-exp of the scaled scores
 };
 

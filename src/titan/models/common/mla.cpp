@@ -79,6 +79,10 @@ std::vector<ShardedSize> MultiHeadLatentAttentionImpl::tensor_parallel_sizes() c
   return {{"attention heads", n_heads}};
 }
 
+int64_t MultiHeadLatentAttentionImpl::key_value_elements() const {
+  return n_heads * (args.qk_head_dim() + args.v_head_dim);
+}
+
 SavedElements MultiHeadLatentAttentionImpl::saved_elements(bool op_level) const {
   const int64_t latents = args.kv_lora_rank + args.q_lora_rank;
   const int64_t per_head = 2 * args.qk_head_dim() + 2 * args.v_head_dim + 1;

@@ -62,6 +62,8 @@ class MultiHeadLatentAttentionImpl : public AttentionPart {
   /// the latents and their norms' inputs (kv_lora_rank + qk_rope_head_dim, + q_lora_rank, x 2
   /// without op-level checkpointing, which recomputes the norms).
   SavedElements saved_elements(bool op_level) const override;
+  /// Keys expanded to every head (qk_head_dim) and values (v_head_dim).
+  int64_t key_value_elements() const override;
   /// 6 x parameters + 6 x heads x (qk_head_dim + v_head_dim) x seq_len.
   int64_t flops_per_token(int64_t seq_len) const override;
   /// q_norm's (with a q latent) and kv_norm's.
