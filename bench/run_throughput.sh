@@ -5,12 +5,15 @@
 # every measurement in bench/results/throughput-<date>-<time>.jsonl (see bench/README.md).
 #
 #   bench/run_throughput.sh [--reps N] [--steps N] [--configs debug,100m] [--layouts 1x2,2x1]
-#                           [--impls titan,eager,compile] [--load N] [--out FILE]
+#                           [--impls titan,titan-compile,eager,compile] [--load N]
+#                           [--out FILE]
 #
 # Configs (issue 7): debug = llama3 debugmodel at seq 2048 x local batch 2; 100m = llama3 100M
 # flavor (dim 768, 12 layers, 12 heads, 4 KV heads) at seq 1024 x local batch 4. Layouts:
 # RANKSxTHREADS; two ranks are data parallel (titan DDP, i.e. replicate 2 x shard 1, like the
 # reference's DistributedDataParallel; TITAN_DP=fsdp runs titan's default FSDP instead).
+# Implementations: titan (eager), titan-compile (titan with compile.enable: fused kernels and
+# fused loss), eager and compile (the PyTorch reference, eager and under torch.compile).
 # Step 1 of each run is warm-up and not counted; a run's tokens/s uses the median of the other
 # steps. Runs at nice 10. --load N keeps N CPU-bound processes (nice 0) running for the whole
 # benchmark, so both sides share the cores with the same competing load (issue 12: a shared
@@ -22,7 +25,7 @@ source "$root/scripts/setup.sh"
 titan_python_env
 titan="${TITAN_BIN:-$root/build/titan}"
 python=$TITAN_PYTHON
-reps=3 steps=4 configs=debug,100m layouts=1x2,2x1 impls=titan,eager,compile load=0
+reps=3 steps=4 configs=debug,100m layouts=1x2,2x1 impls=titan,titan-compile,eager,compile load=0
 out="$root/bench/results/throughput-$(date +%Y%m%d-%H%M%S).jsonl"
 while (($#)); do
   case $1 in
@@ -34,7 +37,7 @@ while (($#)); do
     --load) load=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     *) echo "usage: $0 [--reps N] [--steps N] [--configs debug,100m] [--layouts 1x2,2x1]" \
-         "[--impls titan,eager,compile] [--load N] [--out FILE]" >&2; exit 2 ;;
+         "[--impls titan,titan-compile,eager,compile] [--load N] [--out FILE]" >&2; exit 2 ;;
   esac
 done
 ((steps >= 2)) || { echo "--steps must be at least 2 (step 1 is warm-up)" >&2; exit 2; }
@@ -112,7 +115,7 @@ rec = {"impl": impl, "config": config, "layout": layout, "rep": int(rep),
        "tps_per_rank": tokens / step_time, "step_time_s": step_time,
        "step_times_s": [r["step_time_s"] for r in timed], "losses": [r["loss"] for r in rows],
        "max_rss_gib": max(rss)}
-if impl == "titan":
+if impl.startswith("titan"):
     manifest = json.load(open(f"{d}/dump/run_manifest.json"))
     rec["flops_per_token"] = manifest["model"]["flops_per_token"]
     rec["titan_peak_flops"] = manifest["peak_flops"]
@@ -192,10 +195,12 @@ for config in "${config_list[@]}"; do
       for impl in "${order[@]}"; do
         roof "$config" "$layout" "$ranks" "$threads" "before $impl rep $rep"
         dir="$work/$config-$layout-$impl-$rep"
-        if [[ $impl == titan ]]; then
+        if [[ $impl == titan* ]]; then
+          compile=()
+          [[ $impl == titan-compile ]] && compile=(--compile.enable)
           launch "$ranks" "$threads" "$dir" "$titan" train "${common[@]}" "${dp[@]}" \
-            --job.dump_folder "$dir/dump"
-          record titan "$config" "$layout" "$rep" "$dir" "$dir/dump/metrics.jsonl"
+            "${compile[@]}" --job.dump_folder "$dir/dump"
+          record "$impl" "$config" "$layout" "$rep" "$dir" "$dir/dump/metrics.jsonl"
         else
           compile=()
           [[ $impl == compile ]] && compile=(--compile)

@@ -3,9 +3,10 @@ earlier results file.
 
   python bench/throughput_table.py RESULTS.jsonl [--compare OLDER.jsonl]
 
-One row per (config, layout, implementation: titan, PyTorch eager, PyTorch under torch.compile):
-tokens/s per rank over the repetitions (median, min, max), titan's ratio of medians to eager and
-to compile, MFU of the median against the fp32 GEMM roof
+One row per (config, layout, implementation: titan, titan compile mode, PyTorch eager, PyTorch
+under torch.compile): tokens/s per rank over the repetitions (median, min, max), each titan row's
+ratio of medians to PyTorch eager and to PyTorch compile, titan compile's ratios to titan eager
+(tokens/s and peak memory), MFU of the median against the fp32 GEMM roof
 measured in the same run (the best of the measurements taken before every run; each is the
 median over the layout's ranks measuring at once), the lowest of those measurements in percent
 of the best (well below 100: other work shared the CPUs during some runs), titan's peak live
@@ -18,7 +19,8 @@ import json
 import statistics
 from collections import defaultdict
 
-IMPLS = {"titan": "titan", "eager": "PyTorch eager", "compile": "PyTorch compile"}
+IMPLS = {"titan": "titan", "titan-compile": "titan compile", "eager": "PyTorch eager",
+         "compile": "PyTorch compile"}
 
 
 def load(path: str):
@@ -54,7 +56,8 @@ def main() -> None:
               + (f", {end['loadavg_1m']:.2f} at end" if end else "") + "\n")
 
     header = ["config", "layout", "impl", "reps", "tok/s/rank median", "min", "max",
-              "titan/eager", "titan/compile", "GEMM roof GFLOP/s", "lowest roof %", "MFU %",
+              "titan/eager", "titan/compile", "vs titan eager: tok/s", "memory",
+              "GEMM roof GFLOP/s", "lowest roof %", "MFU %",
               "titan memory GiB", "max RSS GiB"]
     if args.compare:
         header += ["earlier median", "change"]
@@ -63,15 +66,17 @@ def main() -> None:
     for (config, layout) in sorted({(c, l) for c, l, _ in runs}):
         roofs = gemm.get((config, layout), [])
         roof = max(roofs) if roofs else None
-        medians = {}
+        medians, memory = {}, {}
         for impl in IMPLS:
             rs = runs.get((config, layout, impl))
             if rs:
                 medians[impl] = statistics.median(r["tps_per_rank"] for r in rs)
+                if impl.startswith("titan"):
+                    memory[impl] = max(r["titan_memory_gib"] for r in rs)
 
-        def ratio(impl: str, other: str) -> str:
-            ok = impl == "titan" and "titan" in medians and other in medians
-            return f"{medians['titan'] / medians[other]:.2f}" if ok else ""
+        def ratio(impl: str, other: str, of=medians) -> str:
+            ok = impl.startswith("titan") and impl != other and impl in of and other in of
+            return f"{of[impl] / of[other]:.2f}" if ok else ""
 
         for impl in IMPLS:
             rs = runs.get((config, layout, impl))
@@ -80,10 +85,10 @@ def main() -> None:
             tps = [r["tps_per_rank"] for r in rs]
             med = medians[impl]
             mfu = f"{100 * rs[0]['flops_per_token'] * med / (roof * 1e9):.1f}" if roof else ""
-            mem = f"{max(r['titan_memory_gib'] for r in rs):.2f}" if impl == "titan" else ""
+            mem = f"{memory[impl]:.2f}" if impl in memory else ""
             row = [config, layout, IMPLS[impl], str(len(rs)),
                    f"{med:.1f}", f"{min(tps):.1f}", f"{max(tps):.1f}", ratio(impl, "eager"),
-                   ratio(impl, "compile"),
+                   ratio(impl, "compile"), ratio(impl, "titan"), ratio(impl, "titan", memory),
                    f"{roof:.1f}" if roof else "",
                    f"{100 * min(roofs) / roof:.0f}" if roof else "", mfu, mem,
                    f"{max(r['max_rss_gib'] for r in rs):.2f}"]

@@ -20,8 +20,7 @@ class WholeModel : public ForwardBackward {
 
   double run(const torch::Tensor& input, const torch::Tensor& labels,
              double loss_divisor) override {
-    auto logits = part_->model().forward(input);  // [B, S, V] (V / tp: loss parallelism)
-    auto loss = part_->loss_sum(logits, labels) / loss_divisor;
+    auto loss = part_->forward_loss_sum(input, labels) / loss_divisor;
     loss.backward();
     return loss.item<double>();
   }

@@ -2,6 +2,7 @@
 
 #include <stdexcept>
 
+#include "titan/components/linear_cross_entropy.h"
 #include "titan/models/common/weight_module.h"
 
 namespace titan::distributed {
@@ -57,8 +58,13 @@ void ModelPart::init_weights(torch::Device device, uint64_t seed) {
 
 std::vector<torch::Tensor> ModelPart::parameters() const { return fsdp().parameters(); }
 
-torch::Tensor ModelPart::loss_sum(const torch::Tensor& logits, const torch::Tensor& labels) {
-  return tp_->loss_sum(logits, labels);
+torch::Tensor ModelPart::forward_loss_sum(const torch::Tensor& input, const torch::Tensor& labels) {
+  if (!fused_loss_) return tp_->loss_sum(model_->forward(input), labels);
+  components::LinearCrossEntropyOptions options;
+  options.vocab_group = &tp_->group();
+  return model_->forward(input, [&](const torch::Tensor& hidden, const torch::Tensor& weight) {
+    return components::linear_cross_entropy_sum(hidden, weight, labels, options);
+  });
 }
 
 void ModelPart::finish_backward() { tp_->reduce_partial_grads(); }
@@ -70,8 +76,7 @@ double ModelPart::grad_sq_sum() {
 }
 
 components::checkpoint::ShardedStateDict ModelPart::state(const std::vector<torch::Tensor>& tensors,
-                                                          const std::string& prefix,
-                                                          bool loading) {
+                                                          const std::string& prefix, bool loading) {
   auto local = fsdp().shard_view(tensors, prefix);
   if (ep_) local = ep_->to_global(std::move(local), prefix);
   return loading ? tp_->for_load(local, prefix) : tp_->to_global(local, prefix);

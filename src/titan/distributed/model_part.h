@@ -53,9 +53,14 @@ class ModelPart {
 
   /// The tensors the optimizer updates (FSDP shards), in a fixed order.
   std::vector<torch::Tensor> parameters() const;
-  /// Sum over this microbatch's tokens of the cross-entropy of the part's logits against
-  /// labels [B, S] (vocab-parallel under loss parallelism).
-  torch::Tensor loss_sum(const torch::Tensor& logits, const torch::Tensor& labels);
+  /// A part holding the output: its forward on `input` and the sum over this microbatch's
+  /// tokens of the cross-entropy of its logits against labels [B, S] (vocab-parallel under loss
+  /// parallelism), or the fused loss's once enable_fused_loss() was called.
+  torch::Tensor forward_loss_sum(const torch::Tensor& input, const torch::Tensor& labels);
+  /// Compile mode's loss: the output projection fused with the cross-entropy, the logits never
+  /// whole (components/linear_cross_entropy.h); vocab-parallel under tensor parallelism,
+  /// whether or not loss parallelism is on, since the logits are never gathered.
+  void enable_fused_loss() { fused_loss_ = true; }
   /// After the step's backward passes: sums what tensor parallelism leaves partial.
   void finish_backward();
   /// Squared L2 norm of the gradients of this part over the ranks that shard it (FSDP and
@@ -77,6 +82,7 @@ class ModelPart {
   std::unique_ptr<ExpertParallel> ep_;
   std::shared_ptr<Fsdp> fsdp_;
   torch::ScalarType compute_dtype_ = torch::kFloat;
+  bool fused_loss_ = false;
 };
 
 }  // namespace titan::distributed

@@ -3,8 +3,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <unordered_set>
 
+#include "titan/components/linear_cross_entropy.h"
+#include "titan/distributed/compile.h"
 #include "titan/distributed/parallelize.h"
 #include "titan/errors.h"
 #include "titan/models/common/moe.h"
@@ -200,8 +203,18 @@ LayoutPlan plan_layout(models::CausalLM& model, const config::JobConfig& job,
   m.activations = per_token * static_cast<double>(plan.tokens_per_rank * compute_bytes) *
                   static_cast<double>(plan.in_flight);
   if (model.holds_output()) {
-    m.logits = static_cast<double>(plan.tokens_per_rank) * ceil_div(shape.vocab_size, tp) *
-               (compute_bytes + kFp32);
+    const double vocab = static_cast<double>(ceil_div(shape.vocab_size, tp));
+    const double tokens = static_cast<double>(plan.tokens_per_rank);
+    if (distributed::compiles(job.compile,
+                              "loss")) {  // one chunk's logits; dx and dw, kept from forward
+      const double chunk =
+          std::min(tokens, std::max(1.0, std::floor(double(components::kLogitsPerChunk) / vocab)));
+      m.logits = chunk * vocab * (compute_bytes + kFp32) +
+                 tokens * static_cast<double>(shape.dim * compute_bytes) +
+                 vocab * static_cast<double>(shape.dim) * kFp32;
+    } else {
+      m.logits = tokens * vocab * (compute_bytes + kFp32);
+    }
   }
   if (dims.ep_enabled()) {
     // Every routed copy of this rank's step tokens goes out and back in forward, and again

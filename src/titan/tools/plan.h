@@ -30,8 +30,10 @@ struct MemoryEstimate {
   /// Activations saved for backward by all blocks under the activation-checkpointing mode, plus
   /// one block's full set while it is recomputed (see activation_elements_per_token_layer).
   double activations = 0;
-  /// Output logits of one micro-batch (compute dtype) and the fp32 copy the loss takes; 0 in
-  /// a pipeline stage without the output.
+  /// Output logits of one micro-batch (compute dtype) and the fp32 copy the loss takes; under
+  /// compile mode's fused loss, one chunk's logits and the hidden-state (compute dtype) and
+  /// weight (fp32) gradients it keeps from forward to backward. 0 in a pipeline stage without
+  /// the output.
   double logits = 0;
 
   double total() const { return params + grads + optimizer + gathered + activations + logits; }

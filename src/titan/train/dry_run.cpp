@@ -4,6 +4,7 @@
 
 #include "titan/components/metrics.h"
 #include "titan/config/resolve.h"
+#include "titan/distributed/compile.h"
 #include "titan/distributed/context_parallel.h"
 #include "titan/distributed/parallel_dims.h"
 #include "titan/distributed/parallelize.h"
@@ -175,6 +176,7 @@ int dry_run(const config::JobConfig& job, int world_size, std::ostream& out) {
   distributed::check_tensor_parallel(*model, dims.tp, t.seq_len,
                                      !job.parallelism.disable_sequence_parallel);
   distributed::check_context_parallel(job.parallelism, dims.cp, t.seq_len);
+  distributed::check_compile(job.compile);
   auto plan = tools::plan_layout(*model, job, dims);
   const int64_t active = model->num_active_params();
   out << fmt::format("  model: {} parameters ({} in the embedding{}), {:.3g} training FLOPs per "

@@ -6,6 +6,7 @@
 
 #include "titan/components/data/dataloader.h"
 #include "titan/components/manifest.h"
+#include "titan/distributed/compile.h"
 #include "titan/distributed/context_parallel.h"
 #include "titan/config/resolve.h"
 #include "titan/errors.h"
@@ -75,8 +76,8 @@ void check_expert_parallel(const config::ParallelismSection& p,
 
 void check_trainable(const config::JobConfig& job, const distributed::ParallelDims& dims) {
   distributed::check_context_parallel(job.parallelism, dims.cp, job.training.seq_len);
+  distributed::check_compile(job.compile);
   const std::vector<std::pair<const char*, bool>> not_built = {
-      {"compile.enable", job.compile.enable},
       {"metrics.enable_tensorboard", job.metrics.enable_tensorboard},
       {"profiling.enable_profiling", job.profiling.enable_profiling},
       {"profiling.enable_memory_snapshot", job.profiling.enable_memory_snapshot},

@@ -67,6 +67,20 @@ TEST(Plan, ActivationsWithoutCheckpointingFollowTheDocumentedFormula) {
   EXPECT_DOUBLE_EQ(plan.memory.logits, 8192.0 * kVocab * (4 + 4));
 }
 
+// Compile mode's fused loss holds one chunk of logits (4M / 128256 vocab = 32 tokens) with its
+// fp32 copy, and the hidden-state and weight gradients it keeps from forward to backward.
+TEST(Plan, CompiledLossKeepsOneChunkOfLogits) {
+  auto model = meta_model("llama3", "8B");
+  auto job = job_for("llama3", "8B");
+  job.compile.enable = true;
+  job.compile.components = {"loss"};
+  auto plan = plan_layout(*model, job, mesh(1, 1));
+  EXPECT_DOUBLE_EQ(plan.memory.logits,
+                   32.0 * kVocab * (4 + 4) + 8192.0 * kDim * 4 + double(kVocab) * kDim * 4);
+  job.compile.components = {"model"};
+  EXPECT_DOUBLE_EQ(plan_layout(*model, job, mesh(1, 1)).memory.logits, 8192.0 * kVocab * 8);
+}
+
 // Context parallelism splits each sequence's tokens; with allgather every attention also keeps
 // the other cp - 1 ranks' keys and values (2 x kv per token each), the ring only its own.
 TEST(Plan, ContextParallelSplitsTokensAndAllgatherKeepsTheGatheredKeys) {

@@ -23,8 +23,8 @@ torch::Tensor PipelineStage::forward(int mb, const torch::Tensor& input,
                                      const torch::Tensor& labels, double loss_divisor) {
   InFlight f;
   f.input = is_first() ? input : input.detach().requires_grad_(true);
-  auto out = part_.model().forward(f.input);  // [mb, S', dim], or logits [mb, S, V] at the end
-  f.output = is_last() ? part_.loss_sum(out, labels) / loss_divisor : out;
+  f.output = is_last() ? part_.forward_loss_sum(f.input, labels) / loss_divisor
+                        : part_.model().forward(f.input);  // [mb, S', dim]
   in_flight_[mb] = f;
   return f.output;
 }

@@ -32,9 +32,9 @@ void CausalLM::init_weights(uint64_t seed) {
   }
 }
 
-torch::Tensor CausalLM::forward(const torch::Tensor& input) {
+torch::Tensor CausalLM::forward(const torch::Tensor& input, const ClassifierLoss& loss) {
   return run_wrapped(model_wrappers_, -1, input,
-                     [this](const torch::Tensor& t) { return forward_impl(t); });
+                     [this, &loss](const torch::Tensor& t) { return forward_impl(t, loss); });
 }
 
 torch::Tensor CausalLM::run_block(int64_t layer, const torch::Tensor& x, const TensorFn& block) {

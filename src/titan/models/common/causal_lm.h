@@ -53,10 +53,17 @@ class CausalLM : public torch::nn::Module {
   using Wrapper =
       std::function<torch::Tensor(int64_t layer, const torch::Tensor& x, const TensorFn& inner)>;
 
+  /// What compile mode's fused loss computes in place of the logits: a scalar from the final
+  /// norm's output [B, S, dim] (after the classifier's input hooks) and the output projection's
+  /// weight [vocab (this rank's rows under tensor parallelism), dim].
+  using ClassifierLoss =
+      std::function<torch::Tensor(const torch::Tensor& hidden, const torch::Tensor& weight)>;
+
   /// tokens: [B, S] int64 (hidden states [B, S, dim] for a part without the embedding) ->
   /// logits [B, S, vocab] in the parameters' dtype (hidden states for a part without the
-  /// output): forward_impl through the model wrappers.
-  torch::Tensor forward(const torch::Tensor& input);
+  /// output), or with `loss`, in a part with the output, what `loss` returns: forward_impl
+  /// through the model wrappers.
+  torch::Tensor forward(const torch::Tensor& input, const ClassifierLoss& loss = {});
   /// Adds a wrapper around every block's forward. Later wrappers run outside earlier ones, so
   /// TorchTitan's order (activation checkpointing, then FSDP) is the order of the calls.
   void add_block_wrapper(Wrapper wrapper) { block_wrappers_.push_back(std::move(wrapper)); }
@@ -88,7 +95,7 @@ class CausalLM : public torch::nn::Module {
 
  protected:
   /// The family's forward (see forward()); runs each block through run_block().
-  virtual torch::Tensor forward_impl(const torch::Tensor& input) = 0;
+  virtual torch::Tensor forward_impl(const torch::Tensor& input, const ClassifierLoss& loss) = 0;
   /// Block `layer`'s forward `block` on x, through the block wrappers.
   torch::Tensor run_block(int64_t layer, const torch::Tensor& x, const TensorFn& block);
 

@@ -70,7 +70,7 @@ Transformer::Transformer(const TransformerArgs& args, const torch::TensorOptions
   }
 }
 
-torch::Tensor Transformer::forward_impl(const torch::Tensor& input) {
+torch::Tensor Transformer::forward_impl(const torch::Tensor& input, const ClassifierLoss& loss) {
   auto h = tok_embeddings ? tok_embeddings(input) : input;  // h: [B, S, dim]
   const auto rope_dtype = h.scalar_type() == torch::kFloat64 ? torch::kFloat64 : torch::kFloat32;
   torch::Tensor cos, sin;  // [S, Dh] each
@@ -87,8 +87,9 @@ torch::Tensor Transformer::forward_impl(const torch::Tensor& input) {
   }
   if (!norm) return h;
   h = classifier_hooks.on_input(norm(h));  // h: [B, S, dim]
-  auto logits = output ? output(h) : torch::linear(h, tok_embeddings->weight);  // [B, S, vocab]
-  return classifier_hooks.on_output(logits);
+  const auto& weight = output ? output->weight : tok_embeddings->weight;  // [vocab, dim]
+  if (loss) return loss(h, weight);                                     // scalar
+  return classifier_hooks.on_output(torch::linear(h, weight));          // [B, S, vocab]
 }
 
 std::vector<BlockRef> Transformer::blocks() {

@@ -37,8 +37,9 @@ class Transformer : public CausalLM {
   /// tokens: [B, S] int64 (or hidden states [B, S / residual_sequence_shards, dim] without the
   /// embedding) -> logits [B, S, vocab] in the parameters' dtype (this rank's vocab columns
   /// under loss parallelism), or hidden states as the input's without the output. Positions
-  /// 0..S-1.
-  torch::Tensor forward_impl(const torch::Tensor& input) override;
+  /// 0..S-1. With `loss`, returns loss(final hidden states, classifier weight) instead of the
+  /// logits.
+  torch::Tensor forward_impl(const torch::Tensor& input, const ClassifierLoss& loss) override;
   std::vector<BlockRef> blocks() override;
   ModelShape shape() const override;
   bool holds_output() const override { return static_cast<bool>(norm); }

@@ -1,6 +1,7 @@
 #include "titan/models/deepseek_v3/parallelize.h"
 
 #include "titan/distributed/activation_checkpoint.h"
+#include "titan/distributed/compile.h"
 #include "titan/distributed/parallelize.h"
 #include "titan/models/common/tensor_parallel_plan.h"
 
@@ -15,6 +16,7 @@ void parallelize_deepseek_v3(distributed::ModelPart& part, const distributed::Pa
   distributed::apply_context_parallel(part, dims, mesh, job.parallelism);
   distributed::apply_expert_parallel(part, dims, mesh);
   distributed::apply_activation_checkpointing(model, job.activation_checkpoint);
+  distributed::apply_compile(part, job.compile);
   distributed::apply_fsdp(part, dims, mesh, job);
 }
 

@@ -10,8 +10,8 @@
 namespace titan::models::deepseek_v3 {
 
 /// Applies, in order: tensor parallelism (the common Transformer's plan: MLA's heads split, the
-/// experts replicated), activation checkpointing, FSDP / HSDP / DDP. Throws ConfigError when
-/// the model does not divide over tp.
+/// experts replicated), context and expert parallelism, activation checkpointing, compile,
+/// FSDP / HSDP / DDP. Throws ConfigError when the model does not divide over tp.
 void parallelize_deepseek_v3(distributed::ModelPart& part, const distributed::ParallelDims& dims,
                              const distributed::DeviceMesh& mesh, const config::JobConfig& job);
 

@@ -10,9 +10,9 @@
 namespace titan::models::llama3 {
 
 /// Applies, in order: tensor parallelism (the common Transformer's plan,
-/// tensor_parallel_plan.h), activation checkpointing, FSDP / HSDP / DDP.
-/// Context, pipeline and expert parallelism and compile are refused before this runs
-/// (train::check_trainable). Throws ConfigError when the model does not divide over tp.
+/// tensor_parallel_plan.h), context parallelism, activation checkpointing, compile, FSDP /
+/// HSDP / DDP (a pipeline stage's part gets the same). Throws ConfigError when the model does
+/// not divide over tp.
 void parallelize_llama3(distributed::ModelPart& part, const distributed::ParallelDims& dims,
                         const distributed::DeviceMesh& mesh, const config::JobConfig& job);
 

@@ -10,10 +10,9 @@
 namespace titan::models::qwen3 {
 
 /// Applies, in order: tensor parallelism (the common Transformer's plan, which also
-/// replicates Qwen3's q_norm / k_norm over the head groups), activation checkpointing,
-/// FSDP / HSDP / DDP.
-/// Context, pipeline and expert parallelism and compile are refused before this runs
-/// (train::check_trainable). Throws ConfigError when the model does not divide over tp.
+/// replicates Qwen3's q_norm / k_norm over the head groups), context and expert parallelism,
+/// activation checkpointing, compile, FSDP / HSDP / DDP (a pipeline stage's part gets the
+/// same). Throws ConfigError when the model does not divide over tp.
 void parallelize_qwen3(distributed::ModelPart& part, const distributed::ParallelDims& dims,
                        const distributed::DeviceMesh& mesh, const config::JobConfig& job);
 

@@ -1,0 +1,56 @@
+#include "titan/distributed/compile.h"
+
+#include <algorithm>
+
+#include "titan/errors.h"
+#include "titan/models/common/feed_forward.h"
+#include "titan/models/common/kernels/rms_norm.h"
+#include "titan/models/common/kernels/swiglu.h"
+#include "titan/models/common/moe.h"
+#include "titan/models/common/rmsnorm.h"
+#include "titan/platform/device.h"
+
+namespace titan::distributed {
+namespace {
+
+torch::Tensor fused_swiglu(const std::vector<torch::Tensor>& in) {
+  return models::kernels::swiglu(in[0], in[1]);
+}
+
+// Every RMSNorm and SwiGLU gate of the part computes through its fused kernel.
+void fuse_kernels(torch::nn::Module& model) {
+  for (const auto& module : model.modules()) {
+    if (auto* norm = module->as<models::RMSNormImpl>()) {
+      norm->compute.fused = [eps = norm->eps](const std::vector<torch::Tensor>& in) {
+        return models::kernels::rms_norm(in[0], in[1], eps);
+      };
+    } else if (auto* ffn = module->as<models::FeedForwardImpl>()) {
+      ffn->gate.fused = fused_swiglu;
+    } else if (auto* experts = module->as<models::GroupedExpertsImpl>()) {
+      experts->gate.fused = fused_swiglu;
+    }
+  }
+}
+
+}  // namespace
+
+bool compiles(const config::CompileSection& compile, const std::string& component) {
+  return compile.enable && std::find(compile.components.begin(), compile.components.end(),
+                                     component) != compile.components.end();
+}
+
+void check_compile(const config::CompileSection& compile) {
+  if (compiles(compile, "model") && platform::visible_gpus() > 0) {
+    throw ConfigError(
+        "compile.enable with compile.components \"model\": the fused kernels run on the CPU; "
+        "their CUDA versions are not built yet (use compile.components = [\"loss\"], or hide "
+        "the GPUs with CUDA_VISIBLE_DEVICES= to train on the CPU)");
+  }
+}
+
+void apply_compile(ModelPart& part, const config::CompileSection& compile) {
+  if (compiles(compile, "model")) fuse_kernels(part.model());
+  if (compiles(compile, "loss")) part.enable_fused_loss();
+}
+
+}  // namespace titan::distributed

@@ -1,0 +1,30 @@
+// Compile mode (compile.enable; TorchTitan's apply_compile, which runs torch.compile on each
+// block and the loss): titan's fused path, done by hand. compile.components selects
+//   "model": the fused kernels in place of the eager compositions (models/common/kernels/:
+//            RMSNorm, including Qwen3's q/k norms and MLA's latent norms, and the SwiGLU gate
+//            of the feed-forward networks and the routed experts);
+//   "loss":  the output projection fused with the cross-entropy, the logits never whole
+//            (components/linear_cross_entropy.h).
+// Eager stays the reference: compile mode changes speed and memory, not the model.
+#pragma once
+
+#include <string>
+
+#include "titan/config/job_config.h"
+#include "titan/distributed/model_part.h"
+
+namespace titan::distributed {
+
+/// Whether compile mode is on for `component` ("model" or "loss").
+bool compiles(const config::CompileSection& compile, const std::string& component);
+
+/// Start check: the "model" component's kernels are CPU loops; throws ConfigError naming
+/// compile.components when GPUs are visible.
+void check_compile(const config::CompileSection& compile);
+
+/// With compile.enable: `part` computes with the components compile.components names. Call
+/// after activation checkpointing (the fused kernels replace op-level recomputation, keeping
+/// no more than it does) and before FSDP.
+void apply_compile(ModelPart& part, const config::CompileSection& compile);
+
+}  // namespace titan::distributed
