@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <optional>
 
 #include "titan/errors.h"
 
@@ -10,9 +11,16 @@ namespace titan::components {
 
 AdamOptions AdamOptions::from_config(const config::OptimizerSection& c) {
   if (c.name != "AdamW" && c.name != "Adam") {
-    throw ConfigError(fmt::format("optimizer.name = '{}' is not allowed; allowed values: AdamW, "
-                                  "Adam",
-                                  c.name));
+    throw ConfigError(
+        fmt::format("optimizer.name = '{}' is not allowed; allowed values: AdamW, "
+                    "Adam",
+                    c.name));
+  }
+  if (c.implementation != "fused" && c.implementation != "for-loop") {
+    throw ConfigError(
+        fmt::format("optimizer.implementation = '{}' is not allowed; allowed "
+                    "values: fused, for-loop",
+                    c.implementation));
   }
   AdamOptions o;
   o.beta1 = c.beta1;
@@ -20,6 +28,7 @@ AdamOptions AdamOptions::from_config(const config::OptimizerSection& c) {
   o.eps = c.eps;
   o.weight_decay = c.weight_decay;
   o.decoupled = c.name == "AdamW";
+  o.fused = c.implementation == "fused";
   return o;
 }
 
@@ -36,10 +45,46 @@ std::pair<std::vector<torch::Tensor>&, std::vector<torch::Tensor>&> Adam::state(
   return {exp_avg_, exp_avg_sq_};
 }
 
-void Adam::step(double lr) {
+void Adam::step(double lr, double grad_scale) {
   torch::NoGradGuard no_grad;
   state();
   ++step_;
+  if (options_.fused) {
+    fused_step(lr, grad_scale);
+  } else {
+    for_loop_step(lr, grad_scale);
+  }
+}
+
+void Adam::fused_step(double lr, double grad_scale) {
+  std::vector<torch::Tensor> params, grads, exp_avg, exp_avg_sq, steps;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    if (!params_[i].grad().defined()) continue;
+    params.push_back(params_[i]);
+    grads.push_back(params_[i].grad());
+    exp_avg.push_back(exp_avg_[i]);
+    exp_avg_sq.push_back(exp_avg_sq_[i]);
+    steps.push_back(torch::full({}, double(step_), params_[i].options().dtype(torch::kFloat)));
+  }
+  if (params.empty()) return;
+  // The kernels divide each gradient by grad_scale (AMP's unscaling): pass the reciprocal.
+  std::optional<torch::Tensor> divisor;
+  if (grad_scale != 1.0) {
+    divisor = torch::full({}, 1.0 / grad_scale, params.front().options().dtype(torch::kFloat));
+  }
+  const auto& o = options_;
+  if (o.decoupled) {
+    at::_fused_adamw_(params, grads, exp_avg, exp_avg_sq, /*max_exp_avg_sqs=*/{}, steps, lr,
+                      o.beta1, o.beta2, o.weight_decay, o.eps, /*amsgrad=*/false,
+                      /*maximize=*/false, divisor, std::nullopt);
+  } else {
+    at::_fused_adam_(params, grads, exp_avg, exp_avg_sq, /*max_exp_avg_sqs=*/{}, steps, lr,
+                     o.beta1, o.beta2, o.weight_decay, o.eps, /*amsgrad=*/false,
+                     /*maximize=*/false, divisor, std::nullopt);
+  }
+}
+
+void Adam::for_loop_step(double lr, double grad_scale) {
   const auto& o = options_;
   double bias1 = 1.0 - std::pow(o.beta1, static_cast<double>(step_));
   double bias2 = 1.0 - std::pow(o.beta2, static_cast<double>(step_));
@@ -48,14 +93,15 @@ void Adam::step(double lr) {
   for (size_t i = 0; i < params_.size(); ++i) {
     torch::Tensor& p = params_[i];
     if (!p.grad().defined()) continue;
+    if (grad_scale != 1.0) p.grad().mul_(grad_scale);
     torch::Tensor g = p.grad();
     if (o.decoupled) {
       p.mul_(1.0 - lr * o.weight_decay);
     } else if (o.weight_decay != 0) {
       g = g.add(p, o.weight_decay);
     }
-    exp_avg_[i].lerp_(g, 1.0 - o.beta1);                           // m = b1 m + (1-b1) g
-    exp_avg_sq_[i].mul_(o.beta2).addcmul_(g, g, 1.0 - o.beta2);    // v = b2 v + (1-b2) g^2
+    exp_avg_[i].lerp_(g, 1.0 - o.beta1);                            // m = b1 m + (1-b1) g
+    exp_avg_sq_[i].mul_(o.beta2).addcmul_(g, g, 1.0 - o.beta2);     // v = b2 v + (1-b2) g^2
     auto denom = (exp_avg_sq_[i].sqrt() / bias2_sqrt).add_(o.eps);  // sqrt(v_hat) + eps
     p.addcdiv_(exp_avg_[i], denom, -step_size);                     // p -= lr m_hat / denom
   }

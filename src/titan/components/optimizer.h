@@ -1,7 +1,10 @@
 // AdamW / Adam over a list of parameters, with the state kept beside each parameter so that a
 // sharded parameter (FSDP) has sharded state. Follows PyTorch's torch.optim.AdamW
 // (Loshchilov & Hutter, "Decoupled Weight Decay Regularization", 2019) and torch.optim.Adam
-// (Kingma & Ba, 2015), TorchTitan's defaults (lr 8e-4, betas 0.9/0.95, eps 1e-8, wd 0.1).
+// (Kingma & Ba, 2015), TorchTitan's defaults (lr 8e-4, betas 0.9/0.95, eps 1e-8, wd 0.1) and
+// its optimizer.implementation: "fused" (default) runs PyTorch's fused kernels
+// (at::_fused_adamw_ / _fused_adam_: one vectorised pass over each parameter, its gradient
+// and moments, the clipping factor folded in), "for-loop" one tensor op at a time.
 #pragma once
 
 #include <torch/torch.h>
@@ -19,8 +22,9 @@ struct AdamOptions {
   double eps = 1e-8;
   double weight_decay = 0.1;
   bool decoupled = true;  // AdamW; false = Adam with L2 added to the gradient
+  bool fused = true;      // optimizer.implementation "fused"; false = "for-loop"
 
-  /// From `optimizer.*`; throws ConfigError for an unknown optimizer.name.
+  /// From `optimizer.*`; throws ConfigError for an unknown optimizer.name or implementation.
   static AdamOptions from_config(const config::OptimizerSection& c);
 };
 
@@ -32,9 +36,10 @@ class Adam {
   /// holds them.
   Adam(std::vector<torch::Tensor> params, AdamOptions options);
 
-  /// One update at learning rate `lr` using each parameter's .grad() (parameters without a
-  /// gradient are skipped). Runs under NoGradGuard.
-  void step(double lr);
+  /// One update at learning rate `lr` using each parameter's .grad() times `grad_scale`
+  /// (gradient clipping's factor; the gradients are left scaled), parameters without a
+  /// gradient skipped. Runs under NoGradGuard.
+  void step(double lr, double grad_scale = 1.0);
   /// Sets every gradient to None.
   void zero_grad();
 
@@ -48,6 +53,8 @@ class Adam {
  private:
   /// The moments, zero-filled on first use.
   std::pair<std::vector<torch::Tensor>&, std::vector<torch::Tensor>&> state();
+  void fused_step(double lr, double grad_scale);
+  void for_loop_step(double lr, double grad_scale);
 
   std::vector<torch::Tensor> params_;
   std::vector<torch::Tensor> exp_avg_;

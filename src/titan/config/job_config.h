@@ -30,6 +30,7 @@ struct OptimizerSection {
   double beta1 = 0.9;
   double beta2 = 0.95;
   double weight_decay = 0.1;
+  std::string implementation = "fused";
 };
 
 struct LrSchedulerSection {

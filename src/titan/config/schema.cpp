@@ -131,6 +131,10 @@ std::vector<FieldSpec> build_schema() {
             "Adam second-moment decay", {{}, 0.0}),
       field("optimizer", "weight_decay", &C::optimizer, &OptimizerSection::weight_decay,
             "Decoupled weight decay (AdamW)", {{}, 0.0}),
+      field("optimizer", "implementation", &C::optimizer, &OptimizerSection::implementation,
+            "fused (PyTorch's fused kernel: one pass per parameter) or for-loop (one op at a "
+            "time)",
+            {{"fused", "for-loop"}}),
       // lr_scheduler
       field("lr_scheduler", "warmup_steps", &C::lr_scheduler, &LrSchedulerSection::warmup_steps,
             "Steps of linear warmup from near zero to optimizer.lr", {{}, 0.0}),

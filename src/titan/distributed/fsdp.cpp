@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 
+#include "titan/distributed/squared_norm.h"
 #include "titan/models/common/transformer_block.h"
 #include "titan/platform/autograd_state.h"
 
@@ -242,7 +243,7 @@ double Fsdp::grad_sq_sum(const std::vector<double>& weights) {
   auto total = torch::zeros({1}, params.front().options().dtype(torch::kDouble));
   for (size_t i = 0; i < params.size(); ++i) {
     const auto& g = params[i].grad();
-    if (g.defined()) total += weights.at(i) * g.to(torch::kDouble).pow(2).sum();
+    if (g.defined()) total += weights.at(i) * squared_norm(g);
   }
   units_.front()->shard_group().all_reduce_(total, ReduceOp::Sum, "gradient norm all-reduce");
   return total.item<double>();

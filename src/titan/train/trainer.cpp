@@ -290,22 +290,15 @@ void Trainer::write_manifest() {
 }
 
 double Trainer::grad_norm() {
+  torch::NoGradGuard no_grad;
   double sq = 0;
   for (auto& part : model_parts_) sq += part->grad_sq_sum();
   return std::sqrt(forward_backward_->sum_over_stages(sq));
 }
 
-double Trainer::clip_gradients() {
-  torch::NoGradGuard no_grad;
-  double norm = grad_norm();
-  double max_norm = job_.training.max_norm;
-  if (max_norm > 0 && norm > max_norm) {
-    double scale = max_norm / (norm + 1e-6);
-    for (auto& p : params_) {
-      if (p.grad().defined()) p.grad().mul_(scale);
-    }
-  }
-  return norm;
+double Trainer::clip_scale(double norm) const {
+  const double max_norm = job_.training.max_norm;
+  return max_norm > 0 && norm > max_norm ? max_norm / (norm + 1e-6) : 1.0;
 }
 
 Trainer::StepResult Trainer::train_step(int64_t step) {
@@ -325,9 +318,9 @@ Trainer::StepResult Trainer::train_step(int64_t step) {
   }
   consumed_samples_ += data_->layout().global_batch_size();
   for (auto& part : model_parts_) part->finish_backward();
-  r.grad_norm = clip_gradients();
+  r.grad_norm = grad_norm();
   load_balancer_->step();
-  optimizer_->step(scheduler_->lr_at(step));
+  optimizer_->step(scheduler_->lr_at(step), clip_scale(r.grad_norm));
   auto loss_t = torch::tensor({local_loss}, torch::kDouble);
   mesh_["loss"]->all_reduce_(loss_t, distributed::ReduceOp::Sum, "loss all-reduce");
   r.loss = forward_backward_->sum_over_stages(loss_t.item<double>());

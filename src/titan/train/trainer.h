@@ -95,7 +95,8 @@ class Trainer {
   StepResult train_step(int64_t step);
   /// Global L2 norm of the gradients over every mesh dimension.
   double grad_norm();
-  double clip_gradients();
+  /// The factor gradient clipping (training.max_norm) multiplies the gradients by at `norm`.
+  double clip_scale(double norm) const;
   void write_manifest();
 
   config::JobConfig job_;

@@ -1,7 +1,8 @@
 // The fused output projection + cross-entropy against the eager composition
-// cross_entropy_sum(linear(hidden, weight)), written out in float64: in float64 the loss and the gradients of hidden and
-// weight to 1e-12 for chunks of 1, 3, 4 and all 10 tokens (the last chunk short or not);
-// float32 to 1e-5 relative of float64; bfloat16 to 1e-2 of cross_entropy_sum in bfloat16. Vocab-parallel over 2 and 4 thread ranks: every rank's loss, its rows of the weight
+// cross_entropy_sum(linear(hidden, weight)), written out in float64: in float64 the loss and the
+// gradients of hidden and weight to 1e-12 for chunks of 1, 3, 4 and all 10 tokens (the last chunk
+// short or not); float32 to 1e-5 relative of float64; bfloat16 to 1e-2 of cross_entropy_sum in
+// bfloat16. Vocab-parallel over 2 and 4 thread ranks: every rank's loss, its rows of the weight
 // gradient and the sum of the ranks' partial hidden gradients against the whole vocabulary, to
 // 1e-12. Without gradients the value alone, equal to the eager one.
 #include "titan/components/linear_cross_entropy.h"

@@ -13,8 +13,7 @@ struct Result {
 };
 
 template <typename Fn>
-Result run(const torch::Tensor& g_in, const torch::Tensor& u_in, const torch::Tensor& dout,
-           Fn fn) {
+Result run(const torch::Tensor& g_in, const torch::Tensor& u_in, const torch::Tensor& dout, Fn fn) {
   auto g = g_in.clone().requires_grad_(), u = u_in.clone().requires_grad_();
   auto out = fn(g, u);
   out.backward(dout);
