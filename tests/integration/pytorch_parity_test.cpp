@@ -24,6 +24,7 @@
 
 #include "support/checkpoint_files.h"
 #include "support/process.h"
+#include "support/relative_error.h"
 #include "support/skip.h"
 #include "support/training.h"
 #include "titan/components/checkpoint/safetensors.h"
@@ -33,6 +34,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::CommandResult;
+using testing::max_rel;
 using testing::read_checkpoint;
 using testing::run_command;
 
@@ -99,12 +101,6 @@ std::vector<nlohmann::json> read_jsonl(const fs::path& path) {
 }
 
 double rel(double a, double ref) { return std::abs(a - ref) / std::abs(ref); }
-
-// max |a - ref| / max |ref|, in float64.
-double max_rel(const torch::Tensor& a, const torch::Tensor& ref) {
-  auto r = ref.to(torch::kFloat64);
-  return (a.to(torch::kFloat64) - r).abs().max().item<double>() / r.abs().max().item<double>();
-}
 
 // ||a - ref|| / ||ref|| (2-norms), in float64; 0 when both are zero.
 double norm_rel(const torch::Tensor& a, const torch::Tensor& ref) {

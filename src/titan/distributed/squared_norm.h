@@ -1,6 +1,6 @@
 // The squared L2 norm of a gradient for clipping, summed in float64 without a float64 copy of
-// the tensor (x.to(kDouble).pow(2).sum() holds two: 2.5 GB for Qwen3 0.6B's embedding gradient,
-// which set the step's peak memory).
+// the tensor (x.to(kDouble).pow(2).sum() holds two: 2.5 GB for Qwen3 0.6B's tied embedding
+// gradient).
 #pragma once
 
 #include <torch/torch.h>

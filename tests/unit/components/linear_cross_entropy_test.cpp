@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/relative_error.h"
 #include "support/thread_ranks.h"
 #include "titan/components/loss.h"
 
@@ -49,10 +50,7 @@ Result fused(const Inputs& in, const LinearCrossEntropyOptions& options) {
   return {loss.detach(), h.grad() * 2, w.grad() * 2};
 }
 
-double max_rel(const torch::Tensor& a, const torch::Tensor& b) {
-  auto ad = a.to(torch::kFloat64), bd = b.to(torch::kFloat64);
-  return ((ad - bd).abs().max() / bd.abs().max()).item<double>();
-}
+using testing::max_rel;
 
 class LinearCrossEntropy : public ::testing::TestWithParam<int64_t> {};
 

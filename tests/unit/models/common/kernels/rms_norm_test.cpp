@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "support/relative_error.h"
 #include "titan/models/common/rmsnorm.h"
 
 namespace titan::models::kernels {
@@ -39,10 +40,7 @@ Result fused(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor
   return run(x, w, dy, [](auto& a, auto& b) { return rms_norm(a, b, kEps); });
 }
 
-double max_rel(const torch::Tensor& a, const torch::Tensor& b) {
-  auto ad = a.to(torch::kFloat64), bd = b.to(torch::kFloat64);
-  return ((ad - bd).abs().max() / bd.abs().max()).item<double>();
-}
+using testing::max_rel;
 
 void expect_near(const Result& got, const Result& want, double tol, const std::string& what) {
   EXPECT_LE(max_rel(got.y, want.y), tol) << what << " y";

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "support/relative_error.h"
+
 namespace titan::models::kernels {
 namespace {
 
@@ -28,10 +30,7 @@ Result fused(const torch::Tensor& g, const torch::Tensor& u, const torch::Tensor
   return run(g, u, dout, [](auto& a, auto& b) { return swiglu(a, b); });
 }
 
-double max_rel(const torch::Tensor& a, const torch::Tensor& b) {
-  auto ad = a.to(torch::kFloat64), bd = b.to(torch::kFloat64);
-  return ((ad - bd).abs().max() / bd.abs().max()).item<double>();
-}
+using testing::max_rel;
 
 void expect_near(const Result& got, const Result& want, double tol, const std::string& what) {
   EXPECT_LE(max_rel(got.out, want.out), tol) << what << " out";
