@@ -122,8 +122,9 @@ struct LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy>
     const auto weight_dtype =
         static_cast<torch::ScalarType>(ctx->saved_data["weight_dtype"].toInt());
     const auto& g = grads[0];  // scalar
-    return {saved[0] * g.to(saved[0].scalar_type()), (saved[1] * g).to(weight_dtype),
-            torch::Tensor(), torch::Tensor()};
+    // Scaled in float32 and rounded once, as the eager cross-entropy's backward does.
+    return {(saved[0].to(g.scalar_type()) * g).to(saved[0].scalar_type()),
+            (saved[1] * g).to(weight_dtype), torch::Tensor(), torch::Tensor()};
   }
 };
 

@@ -57,16 +57,18 @@ void Adam::step(double lr, double grad_scale) {
 }
 
 void Adam::fused_step(double lr, double grad_scale) {
-  std::vector<torch::Tensor> params, grads, exp_avg, exp_avg_sq, steps;
+  std::vector<torch::Tensor> params, grads, exp_avg, exp_avg_sq;
   for (size_t i = 0; i < params_.size(); ++i) {
     if (!params_[i].grad().defined()) continue;
     params.push_back(params_[i]);
     grads.push_back(params_[i].grad());
     exp_avg.push_back(exp_avg_[i]);
     exp_avg_sq.push_back(exp_avg_sq_[i]);
-    steps.push_back(torch::full({}, double(step_), params_[i].options().dtype(torch::kFloat)));
   }
   if (params.empty()) return;
+  // The kernels read each parameter's step count (already incremented) and do not change it.
+  const std::vector<torch::Tensor> steps(
+      params.size(), torch::full({}, double(step_), params.front().options().dtype(torch::kFloat)));
   // The kernels divide each gradient by grad_scale (AMP's unscaling): pass the reciprocal.
   std::optional<torch::Tensor> divisor;
   if (grad_scale != 1.0) {
@@ -78,8 +80,8 @@ void Adam::fused_step(double lr, double grad_scale) {
                       o.beta1, o.beta2, o.weight_decay, o.eps, /*amsgrad=*/false,
                       /*maximize=*/false, divisor, std::nullopt);
   } else {
-    at::_fused_adam_(params, grads, exp_avg, exp_avg_sq, /*max_exp_avg_sqs=*/{}, steps, lr,
-                     o.beta1, o.beta2, o.weight_decay, o.eps, /*amsgrad=*/false,
+    at::_fused_adam_(params, grads, exp_avg, exp_avg_sq, /*max_exp_avg_sqs=*/{}, steps, lr, o.beta1,
+                     o.beta2, o.weight_decay, o.eps, /*amsgrad=*/false,
                      /*maximize=*/false, divisor, std::nullopt);
   }
 }

@@ -8,7 +8,8 @@
 namespace titan::distributed {
 
 /// x: any shape, float32, float64 or bfloat16 -> 0-dim float64 on x's device: sum(x^2), each
-/// square and the sum in float64 (on the CPU one pass over x; elsewhere through LibTorch).
+/// square and the sum in float64 (on the CPU one pass over x, no copy; elsewhere through
+/// LibTorch's norm, which makes one float64 copy).
 torch::Tensor squared_norm(const torch::Tensor& x);
 
 }  // namespace titan::distributed

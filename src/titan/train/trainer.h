@@ -31,14 +31,16 @@ class DataLoader;
 namespace titan::train {
 
 /// Refuses what this build cannot train with a ConfigError naming the key: a sequence that
-/// context parallelism cannot cut (distributed::check_context_parallel), an expert-parallel degree the model cannot use (no MoE layer, experts not
-/// divisible, tensor-parallel ranks without sequence parallelism) or an expert tensor-parallel
-/// degree other than 1, a tensor-parallel degree that does not divide the model
-/// (distributed::check_tensor_parallel), model parts that cannot be cut or built (every one of
-/// distributed::all_pieces built on the meta device: e.g. a pipeline the model or the batch
-/// cannot be cut into), checkpoint.last_save_in_hf for a flavor without a Hugging Face config,
-/// compile mode's CPU kernels with GPUs visible (distributed::check_compile), and features whose
-/// keys exist but are not built yet (TensorBoard, profiling, memory snapshots, validation). The launcher calls it before any worker starts.
+/// context parallelism cannot cut (distributed::check_context_parallel), an expert-parallel
+/// degree the model cannot use (no MoE layer, experts not divisible, tensor-parallel ranks
+/// without sequence parallelism) or an expert tensor-parallel degree other than 1, a
+/// tensor-parallel degree that does not divide the model (distributed::check_tensor_parallel),
+/// model parts that cannot be cut or built (every one of distributed::all_pieces built on the
+/// meta device: e.g. a pipeline the model or the batch cannot be cut into),
+/// checkpoint.last_save_in_hf for a flavor without a Hugging Face config, compile mode's CPU
+/// kernels with GPUs visible (distributed::check_compile), and features whose keys exist but
+/// are not built yet (TensorBoard, profiling, memory snapshots, validation). The launcher calls
+/// it before any worker starts.
 void check_trainable(const config::JobConfig& job, const distributed::ParallelDims& dims);
 
 /// The global rank that logs the step line and writes metrics.jsonl for `job` on `dims` (the

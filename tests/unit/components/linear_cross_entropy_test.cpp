@@ -79,6 +79,19 @@ TEST(LinearCrossEntropyPrecision, Float32AndBfloat16StayNearTheReference) {
   EXPECT_LE(max_rel(bf16.dweight, bf16_eager.dweight), 1e-2);
 }
 
+// The upstream gradient (1 / tokens in training) multiplies in float32, as in eager, not
+// rounded to bfloat16 first: 1/3 is 0.3333 in float32, 0.3340 in bfloat16.
+TEST(LinearCrossEntropyPrecision, Bfloat16ScalesByTheUpstreamGradientInFloat32) {
+  const auto in = inputs(torch::kBFloat16);
+  auto h = in.hidden.clone().requires_grad_(), w = in.weight.clone().requires_grad_();
+  auto loss = linear_cross_entropy_sum(h, w, in.labels, {nullptr, 3});
+  loss.backward(torch::full({}, 1.0 / 3.0, loss.options()));
+  auto h1 = in.hidden.clone().requires_grad_(), w1 = in.weight.clone().requires_grad_();
+  linear_cross_entropy_sum(h1, w1, in.labels, {nullptr, 3}).backward();
+  const auto want = (h1.grad().to(torch::kFloat) / 3).to(torch::kBFloat16);
+  EXPECT_TRUE(torch::equal(h.grad(), want));
+}
+
 TEST(LinearCrossEntropyPrecision, WithoutGradientsGivesTheValue) {
   const auto in = inputs(torch::kFloat64);
   const auto want = eager(in, true).loss;

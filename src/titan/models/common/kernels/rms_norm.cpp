@@ -101,6 +101,7 @@ struct RmsNormFn : public torch::autograd::Function<RmsNormFn> {
 }  // namespace
 
 torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {
+  TORCH_CHECK(x.device().is_cpu(), "rms_norm: the fused kernel runs on the CPU, got ", x.device());
   return RmsNormFn::apply(x, weight, eps);
 }
 

@@ -10,7 +10,8 @@ namespace titan::models::kernels {
 
 /// x: [..., D] (float32, float64 or bfloat16), weight: [D] (any float dtype) -> y: [..., D] in
 /// x's dtype, y = x * rstd * weight with the statistics and the scaling in float32 (float64
-/// for float64 x). Gradients of x and weight (weight's in its own dtype).
+/// for float64 x). Gradients of x and weight (weight's in its own dtype). CPU tensors only
+/// (c10::Error otherwise).
 torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps);
 
 }  // namespace titan::models::kernels

@@ -74,6 +74,8 @@ torch::Tensor swiglu(const torch::Tensor& gate, const torch::Tensor& up) {
   TORCH_CHECK(gate.sizes() == up.sizes() && gate.scalar_type() == up.scalar_type(), "swiglu: gate ",
               gate.sizes(), " ", gate.scalar_type(), " and up ", up.sizes(), " ", up.scalar_type(),
               " must match");
+  TORCH_CHECK(gate.device().is_cpu(), "swiglu: the fused kernel runs on the CPU, got ",
+              gate.device());
   return SwigluFn::apply(gate, up);
 }
 

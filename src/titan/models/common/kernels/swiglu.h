@@ -10,7 +10,7 @@ namespace titan::models::kernels {
 
 /// gate, up: [..., H] (same shape and dtype: float32, float64 or bfloat16) -> [..., H],
 /// silu(gate) * up computed in float32 (float64 for float64) and rounded once. Gradients of
-/// both inputs.
+/// both inputs. CPU tensors only (c10::Error otherwise).
 torch::Tensor swiglu(const torch::Tensor& gate, const torch::Tensor& up);
 
 }  // namespace titan::models::kernels
