@@ -121,6 +121,8 @@ if impl.startswith("titan"):
     rec["titan_peak_flops"] = manifest["peak_flops"]
     rec["titan_memory_gib"] = max(r["memory_gib"] for r in rows)
     rec["blas_kernels"] = manifest["versions"]["blas"]["kernels"]
+    if "fsdp_wait_s" in timed[0]:  # data parallel: the FSDP/DDP communication left exposed
+        rec["fsdp_wait_s"] = statistics.median(r["fsdp_wait_s"] for r in timed)
 else:
     rec["flops_per_token"] = rows[0]["flops_per_token"]
 with open(out, "a") as f:

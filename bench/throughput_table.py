@@ -10,8 +10,9 @@ ratio of medians to PyTorch eager and to PyTorch compile, titan compile's ratios
 measured in the same run (the best of the measurements taken before every run; each is the
 median over the layout's ranks measuring at once), the lowest of those measurements in percent
 of the best (well below 100: other work shared the CPUs during some runs), titan's peak live
-tensor bytes (its metrics' memory_gib) and the largest per-rank max RSS (/usr/bin/time) over
-the repetitions. With --compare, the older file's titan median and the change.
+tensor bytes (its metrics' memory_gib), the seconds per step rank 0 waited on titan's data-parallel
+collectives (median; its metrics' fsdp_wait_s: the communication compute did not hide) and the
+largest per-rank max RSS (/usr/bin/time) over the repetitions. With --compare, the older file's titan median and the change.
 """
 
 import argparse
@@ -58,7 +59,7 @@ def main() -> None:
     header = ["config", "layout", "impl", "reps", "tok/s/rank median", "min", "max",
               "titan/eager", "titan/compile", "vs titan eager: tok/s", "memory",
               "GEMM roof GFLOP/s", "lowest roof %", "MFU %",
-              "titan memory GiB", "max RSS GiB"]
+              "titan memory GiB", "DP wait s/step", "max RSS GiB"]
     if args.compare:
         header += ["earlier median", "change"]
     print("| " + " | ".join(header) + " |")
@@ -86,11 +87,13 @@ def main() -> None:
             med = medians[impl]
             mfu = f"{100 * rs[0]['flops_per_token'] * med / (roof * 1e9):.1f}" if roof else ""
             mem = f"{memory[impl]:.2f}" if impl in memory else ""
+            waits = [r["fsdp_wait_s"] for r in rs if "fsdp_wait_s" in r]
+            wait = f"{statistics.median(waits):.3f}" if waits else ""
             row = [config, layout, IMPLS[impl], str(len(rs)),
                    f"{med:.1f}", f"{min(tps):.1f}", f"{max(tps):.1f}", ratio(impl, "eager"),
                    ratio(impl, "compile"), ratio(impl, "titan"), ratio(impl, "titan", memory),
                    f"{roof:.1f}" if roof else "",
-                   f"{100 * min(roofs) / roof:.0f}" if roof else "", mfu, mem,
+                   f"{100 * min(roofs) / roof:.0f}" if roof else "", mfu, mem, wait,
                    f"{max(r['max_rss_gib'] for r in rs):.2f}"]
             if args.compare:
                 old = old_runs.get((config, layout, impl))

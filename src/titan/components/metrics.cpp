@@ -57,6 +57,7 @@ void MetricsLogger::record(const StepMetrics& m) {
                       {"data_time_s", m.data_time_s},
                       {"cpu_threads", m.cpu_threads}};
   if (m.all_to_all_s) j["all_to_all_s"] = *m.all_to_all_s;
+  if (m.fsdp_wait_s) j["fsdp_wait_s"] = *m.fsdp_wait_s;
   for (const auto& load : m.expert_loads) {
     j["expert_load"][std::to_string(load.layer)] = {{"max", load.max}, {"min", load.min}};
   }

@@ -43,6 +43,9 @@ struct StepMetrics {
   std::vector<ExpertLoad> expert_loads;  // every MoE layer's, in the recorded step
   /// Expert parallelism: mean seconds per step in the forward dispatch / combine all-to-alls.
   std::optional<double> all_to_all_s;
+  /// Data parallelism: mean seconds per step this rank waited on FSDP's all-gathers and
+  /// gradient reductions (the communication compute did not hide).
+  std::optional<double> fsdp_wait_s;
 };
 
 /// "step: 10  loss: 5.1234  grad_norm: 1.2345  memory: 1.23GiB(4.56%)  tps: 12,345
@@ -53,8 +56,8 @@ std::string format_step_line(const StepMetrics& m);
 /// record to it (keys step, loss, grad_norm, lr, tps, tflops, mfu (null when unknown),
 /// memory_gib, max_active_gib, max_reserved_gib, num_alloc_retries, num_ooms, tokens_seen,
 /// consumed_samples, step_time_s, data_time_s, cpu_threads; for MoE models expert_load:
-/// {"<layer>": {"max": .., "min": ..}}; with expert parallelism all_to_all_s). A resumed run
-/// appends.
+/// {"<layer>": {"max": .., "min": ..}}; with expert parallelism all_to_all_s; with data
+/// parallelism fsdp_wait_s). A resumed run appends.
 class MetricsLogger {
  public:
   explicit MetricsLogger(const std::string& jsonl_path);

@@ -112,6 +112,8 @@ struct MetricsSection {
 struct ProfilingSection {
   bool enable_profiling = false;
   int64_t profile_freq = 10;
+  int64_t profiler_warmup = 3;
+  int64_t profiler_active = 1;
   bool enable_memory_snapshot = false;
   std::string save_traces_folder = "profile_traces";
 };

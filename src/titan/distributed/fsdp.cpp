@@ -2,13 +2,16 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <map>
 #include <set>
 
 #include "titan/distributed/squared_norm.h"
 #include "titan/models/common/transformer_block.h"
 #include "titan/platform/autograd_state.h"
+#include "titan/platform/clock.h"
 
 namespace titan::distributed {
 namespace {
@@ -37,7 +40,14 @@ struct AllGatherFn : public torch::autograd::Function<AllGatherFn> {
     return unit->value->all_gather_full(shards.vec());
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    auto out = platform::saved_state<FsdpUnit*>(ctx)->reduce_scatter_grads(grads);
+    auto* unit = platform::saved_state<FsdpUnit*>(ctx);
+    variable_list out;
+    if (unit->options().overlap) {
+      unit->start_reduce_scatter(grads);  // finish_gradients() fills the shards' .grad
+      out.resize(grads.size());
+    } else {
+      out = unit->reduce_scatter_grads(grads);
+    }
     out.emplace_back();  // no gradient for the unit pointer
     return out;
   }
@@ -60,23 +70,52 @@ void refill_storage(const torch::Tensor& t, const torch::Tensor& values) {
   alias.copy_(values);
 }
 
+// A block's units, and under FsdpOptions::overlap those its forward and backward prefetch.
+struct BlockUnits {
+  std::vector<std::shared_ptr<FsdpUnit>> own, next, previous;
+};
+
 }  // namespace
 
 FsdpUnit::FsdpUnit(std::vector<FsdpParam> params, std::shared_ptr<ProcessGroup> shard_group,
                    std::shared_ptr<ProcessGroup> replicate_group, FsdpOptions options,
-                   std::string name)
+                   std::string name, std::shared_ptr<FsdpShared> shared)
     : params_(std::move(params)),
       shard_group_(std::move(shard_group)),
       replicate_group_(std::move(replicate_group)),
       options_(options),
-      name_(std::move(name)) {}
+      name_(std::move(name)),
+      shared_(std::move(shared)) {}
 
-std::vector<torch::Tensor> FsdpUnit::all_gather_full(const std::vector<torch::Tensor>& shards) {
+torch::Tensor FsdpUnit::wait_for(PendingWork& pending, ProcessGroup& group) {
+  const auto start = platform::Clock::now();
+  auto result = group.finish(pending);
+  shared_->wait_seconds += platform::seconds_since(start);
+  return result;
+}
+
+PendingWork FsdpUnit::start_all_gather(const std::vector<torch::Tensor>& shards) {
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> flat_parts;
   for (const auto& s : shards) flat_parts.push_back(s.reshape(-1).to(options_.param_dtype));
-  auto gathered = shard_group_->all_gather(torch::cat(flat_parts),
-                                           "FSDP all-gather of " + name_);  // [size * n]
+  return shard_group_->start_all_gather(torch::cat(flat_parts), "FSDP all-gather of " + name_);
+}
+
+void FsdpUnit::prefetch() {
+  if (prefetched_.active()) return;
+  std::vector<torch::Tensor> shards;
+  for (const auto& p : params_) shards.push_back(p.shard);
+  prefetched_ = start_all_gather(shards);
+}
+
+void FsdpUnit::drop_prefetch() {
+  if (prefetched_.active()) wait_for(prefetched_, *shard_group_);
+}
+
+std::vector<torch::Tensor> FsdpUnit::all_gather_full(const std::vector<torch::Tensor>& shards) {
+  torch::NoGradGuard no_grad;
+  if (!prefetched_.active()) prefetched_ = start_all_gather(shards);
+  auto gathered = wait_for(prefetched_, *shard_group_);  // [size * n]
   int64_t size = shard_group_->size();
   auto per_rank = gathered.view({size, -1});  // [size, n]
   std::vector<torch::Tensor> full;
@@ -92,8 +131,7 @@ std::vector<torch::Tensor> FsdpUnit::all_gather_full(const std::vector<torch::Te
   return full;
 }
 
-std::vector<torch::Tensor> FsdpUnit::reduce_scatter_grads(
-    const std::vector<torch::Tensor>& full_grads) {
+torch::Tensor FsdpUnit::pack_grads(const std::vector<torch::Tensor>& full_grads) const {
   torch::NoGradGuard no_grad;
   int64_t size = shard_group_->size();
   int64_t n = 0;
@@ -108,12 +146,13 @@ std::vector<torch::Tensor> FsdpUnit::reduce_scatter_grads(
     }
     offset += len;
   }
-  auto reduced = shard_group_->reduce_scatter(packed.view(-1), "FSDP reduce-scatter of " + name_);
-  if (replicate_group_ && replicate_group_->size() > 1) {
-    replicate_group_->all_reduce_(reduced, ReduceOp::Sum, "HSDP all-reduce of " + name_);
-  }
+  return packed.view(-1);
+}
+
+std::vector<torch::Tensor> FsdpUnit::split_shard_grads(const torch::Tensor& reduced) const {
+  torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> shard_grads;
-  offset = 0;
+  int64_t offset = 0;
   for (const auto& p : params_) {
     int64_t len = p.shard_rows * row_numel(p.full_shape);
     shard_grads.push_back(
@@ -121,6 +160,61 @@ std::vector<torch::Tensor> FsdpUnit::reduce_scatter_grads(
     offset += len;
   }
   return shard_grads;
+}
+
+std::vector<torch::Tensor> FsdpUnit::reduce_scatter_grads(
+    const std::vector<torch::Tensor>& full_grads) {
+  auto pending =
+      shard_group_->start_reduce_scatter(pack_grads(full_grads), "FSDP reduce-scatter of " + name_);
+  auto reduced = wait_for(pending, *shard_group_);
+  if (has_replicas()) {
+    pending = replicate_group_->start_all_reduce(reduced, ReduceOp::Sum,
+                                                 "HSDP all-reduce of " + name_);
+    reduced = wait_for(pending, *replicate_group_);
+  }
+  return split_shard_grads(reduced);
+}
+
+void FsdpUnit::start_reduce_scatter(const std::vector<torch::Tensor>& full_grads) {
+  finish_gradients();  // this unit's previous microbatch
+  auto& reducing = shared_->reducing;
+  for (auto* unit : reducing) unit->finish_reduce_scatter();
+  reducing.erase(std::remove(reducing.begin(), reducing.end(), this), reducing.end());
+  reducing_ =
+      shard_group_->start_reduce_scatter(pack_grads(full_grads), "FSDP reduce-scatter of " + name_);
+  reducing.push_back(this);
+}
+
+void FsdpUnit::finish_reduce_scatter() {
+  if (!reducing_.active() || all_reducing_) return;
+  auto reduced = wait_for(reducing_, *shard_group_);
+  if (!has_replicas()) {
+    add_to_grads(reduced);
+    return;
+  }
+  reducing_ = replicate_group_->start_all_reduce(reduced, ReduceOp::Sum,
+                                                 "HSDP all-reduce of " + name_);
+  all_reducing_ = true;
+}
+
+void FsdpUnit::finish_gradients() {
+  finish_reduce_scatter();
+  if (!all_reducing_) return;
+  all_reducing_ = false;
+  add_to_grads(wait_for(reducing_, *replicate_group_));
+}
+
+void FsdpUnit::add_to_grads(const torch::Tensor& reduced) {
+  torch::NoGradGuard no_grad;
+  auto grads = split_shard_grads(reduced);
+  for (size_t i = 0; i < params_.size(); ++i) {
+    auto& grad = params_[i].shard.mutable_grad();
+    if (grad.defined()) {
+      grad.add_(grads[i]);
+    } else {
+      grad = grads[i];
+    }
+  }
 }
 
 std::vector<torch::Tensor> FsdpUnit::gather() {
@@ -141,7 +235,10 @@ void FsdpUnit::release(const std::vector<torch::Tensor>& gathered, bool free_sto
 }
 
 void FsdpUnit::regather(const std::vector<torch::Tensor>& gathered) {
-  if (gathered.empty() || gathered.front().storage().nbytes() > 0) return;
+  if (gathered.empty() || gathered.front().storage().nbytes() > 0) {
+    drop_prefetch();
+    return;
+  }
   std::vector<torch::Tensor> shards;
   for (const auto& p : params_) shards.push_back(p.shard);
   auto values = all_gather_full(shards);
@@ -153,6 +250,7 @@ std::shared_ptr<Fsdp> Fsdp::apply(models::CausalLM& model,
                                   std::shared_ptr<ProcessGroup> replicate_group,
                                   FsdpOptions options, const FsdpExpertGroup& experts) {
   torch::NoGradGuard no_grad;
+  auto fsdp = std::make_shared<Fsdp>();
   std::map<c10::TensorImpl*, std::string> names;
   for (const auto& item : model.named_parameters()) {
     names[item.value().unsafeGetTensorImpl()] = item.key();
@@ -175,13 +273,12 @@ std::shared_ptr<Fsdp> Fsdp::apply(models::CausalLM& model,
       params.push_back(p);
     }
     return std::make_shared<FsdpUnit>(std::move(params), group, replicate_group, unit_options,
-                                      name);
+                                      name, fsdp->shared_);
   };
   const std::set<models::WeightModule*> expert_modules(experts.modules.begin(),
                                                        experts.modules.end());
-  auto fsdp = std::make_shared<Fsdp>();
   std::vector<torch::nn::Module*> block_modules;
-  std::map<int64_t, std::vector<std::shared_ptr<FsdpUnit>>> block_units;  // by global layer id
+  std::map<int64_t, BlockUnits> block_units;  // by global layer id, in forward order
   for (const auto& block : model.blocks()) {
     block_modules.push_back(block.module);
     std::vector<models::WeightModule*> dense, routed;
@@ -189,24 +286,33 @@ std::shared_ptr<Fsdp> Fsdp::apply(models::CausalLM& model,
       (expert_modules.count(m) ? routed : dense).push_back(m);
     }
     const auto name = fmt::format("layers.{}", block.layer_id);
-    auto& units = block_units[block.layer_id];
+    auto& units = block_units[block.layer_id].own;
     units.push_back(make_unit(dense, name, options, shard_group));
     if (!routed.empty()) {
       units.push_back(make_unit(routed, name + " experts", options, experts.shard_group));
     }
     fsdp->units_.insert(fsdp->units_.end(), units.begin(), units.end());
   }
+  for (auto it = block_units.begin(); options.overlap && it != block_units.end(); ++it) {
+    if (auto next = std::next(it); next != block_units.end()) {
+      it->second.next = next->second.own;
+      next->second.previous = it->second.own;
+    }
+  }
   model.add_block_wrapper([block_units](int64_t layer, const torch::Tensor& x,
                                         const models::CausalLM::TensorFn& inner) {
     const auto& units = block_units.at(layer);
     std::vector<std::vector<torch::Tensor>> gathered;
-    for (const auto& unit : units) gathered.push_back(unit->gather());
+    for (const auto& unit : units.own) gathered.push_back(unit->gather());
+    for (const auto& unit : units.next) unit->prefetch();
     auto out = inner(x);
-    const bool reshard = units.front()->options().reshard_after_forward && out.requires_grad();
-    for (size_t i = 0; i < units.size(); ++i) units[i]->release(gathered[i], reshard);
+    const bool reshard =
+        units.own.front()->options().reshard_after_forward && out.requires_grad();
+    for (size_t i = 0; i < units.own.size(); ++i) units.own[i]->release(gathered[i], reshard);
     if (reshard) {
       out.register_hook([units, gathered](const torch::Tensor& grad) {
-        for (size_t i = 0; i < units.size(); ++i) units[i]->regather(gathered[i]);
+        for (size_t i = 0; i < units.own.size(); ++i) units.own[i]->regather(gathered[i]);
+        for (const auto& unit : units.previous) unit->prefetch();
         return grad;
       });
     }
@@ -219,9 +325,12 @@ std::shared_ptr<Fsdp> Fsdp::apply(models::CausalLM& model,
   root_options.reshard_after_forward = false;
   auto root = make_unit(root_modules, "root", root_options, shard_group);
   fsdp->units_.push_back(root);
-  model.add_model_wrapper([root](int64_t, const torch::Tensor& input,
-                                 const models::CausalLM::TensorFn& inner) {
+  std::vector<std::shared_ptr<FsdpUnit>> first_block;
+  if (options.overlap && !block_units.empty()) first_block = block_units.begin()->second.own;
+  model.add_model_wrapper([root, first_block](int64_t, const torch::Tensor& input,
+                                              const models::CausalLM::TensorFn& inner) {
     auto gathered = root->gather();
+    for (const auto& unit : first_block) unit->prefetch();
     auto out = inner(input);
     root->release(gathered, false);
     return out;
@@ -247,6 +356,12 @@ double Fsdp::grad_sq_sum(const std::vector<double>& weights) {
   }
   units_.front()->shard_group().all_reduce_(total, ReduceOp::Sum, "gradient norm all-reduce");
   return total.item<double>();
+}
+
+void Fsdp::finish_gradients() {
+  for (auto* unit : shared_->reducing) unit->finish_gradients();
+  shared_->reducing.clear();
+  for (const auto& unit : units_) unit->drop_prefetch();
 }
 
 components::checkpoint::ShardedStateDict Fsdp::shard_view(

@@ -5,13 +5,16 @@
 // all-gathered in the param dtype; gradients are reduce-scattered in the reduce dtype and, for
 // HSDP, all-reduced across replicas. The collectives are one autograd function (all-gather
 // forward, reduce-scatter backward), so other parallelisms compose through ordinary autograd.
-// Shard degree 1 with replicas is DDP; a world of one is plain training.
+// Shard degree 1 with replicas is DDP; a world of one is plain training. Compile mode adds
+// SimpleFSDP's overlap (Zhang et al. 2024): the next unit's all-gather runs while this one
+// computes, and gradient reductions run while backward goes on.
 #pragma once
 
 #include <torch/torch.h>
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "titan/components/checkpoint/sharded_tensor.h"
@@ -28,6 +31,20 @@ struct FsdpOptions {
   /// backward (parallelism.fsdp_reshard_after_forward: default/always = true, never = false).
   /// The root unit is never resharded (it runs last in forward and first in backward).
   bool reshard_after_forward = true;
+  /// Overlap communication with compute (compile mode): each block's all-gather starts while
+  /// the unit before it computes (the previous block or the root in forward, the next block in
+  /// backward), and a unit's gradient reduce-scatter (and HSDP all-reduce) runs while the next
+  /// unit's backward computes; Fsdp::finish_gradients() adds them to the shards' gradients.
+  /// The collectives and their order are eager's, so the values are too.
+  bool overlap = false;
+};
+
+class FsdpUnit;
+
+/// What the units of one Fsdp share.
+struct FsdpShared {
+  std::vector<FsdpUnit*> reducing;  // units whose gradients are still in flight, oldest first
+  double wait_seconds = 0;          // time this rank waited on the units' collectives
 };
 
 /// One sharded parameter of a unit.
@@ -43,7 +60,8 @@ struct FsdpParam {
 class FsdpUnit {
  public:
   FsdpUnit(std::vector<FsdpParam> params, std::shared_ptr<ProcessGroup> shard_group,
-           std::shared_ptr<ProcessGroup> replicate_group, FsdpOptions options, std::string name);
+           std::shared_ptr<ProcessGroup> replicate_group, FsdpOptions options, std::string name,
+           std::shared_ptr<FsdpShared> shared);
 
   /// All-gathers the full parameters (autograd-connected to the shards), puts them in the
   /// modules' weight handles and returns them ([padded rows, ...] each).
@@ -55,6 +73,13 @@ class FsdpUnit {
   void release(const std::vector<torch::Tensor>& gathered, bool free_storage);
   /// Refills `gathered` if release freed it (before the unit's backward).
   void regather(const std::vector<torch::Tensor>& gathered);
+  /// Starts the all-gather that the unit's next gather() or regather() takes over (the shards
+  /// must not change before; nothing when one is already in flight).
+  void prefetch();
+  /// Waits for and discards a prefetched all-gather nobody took.
+  void drop_prefetch();
+  /// Whether a prefetched all-gather is in flight.
+  bool prefetching() const { return prefetched_.active(); }
 
   const std::vector<FsdpParam>& params() const { return params_; }
   const FsdpOptions& options() const { return options_; }
@@ -66,13 +91,37 @@ class FsdpUnit {
   /// Per-parameter full gradients -> per-parameter shard gradients (fp32): reduce-scatter in
   /// the reduce dtype over the shard group, then all-reduce over the replicas.
   std::vector<torch::Tensor> reduce_scatter_grads(const std::vector<torch::Tensor>& full_grads);
+  /// reduce_scatter_grads without waiting (overlap): the shard gradients are added to the
+  /// shards' .grad by finish_gradients(). Advances the other units' reductions in flight first.
+  void start_reduce_scatter(const std::vector<torch::Tensor>& full_grads);
+  /// Waits for this unit's reduce-scatter in flight, if any; with replicas, starts the
+  /// all-reduce, else adds the result to the shards' gradients.
+  void finish_reduce_scatter();
+  /// Waits for all of this unit's gradient reduction in flight and adds the result to the
+  /// shards' gradients.
+  void finish_gradients();
 
  private:
+  /// Starts the all-gather of `shards` (flat, in the param dtype).
+  PendingWork start_all_gather(const std::vector<torch::Tensor>& shards);
+  /// Finishes `pending` on `group`, counting the wait in the shared wait_seconds.
+  torch::Tensor wait_for(PendingWork& pending, ProcessGroup& group);
+  /// Full gradients -> [size * n] in the reduce dtype, each rank's rows together.
+  torch::Tensor pack_grads(const std::vector<torch::Tensor>& full_grads) const;
+  /// This rank's reduced [n] -> per-parameter shard gradients in the shards' dtype.
+  std::vector<torch::Tensor> split_shard_grads(const torch::Tensor& reduced) const;
+  void add_to_grads(const torch::Tensor& reduced);
+  bool has_replicas() const { return replicate_group_ && replicate_group_->size() > 1; }
+
   std::vector<FsdpParam> params_;
   std::shared_ptr<ProcessGroup> shard_group_;
   std::shared_ptr<ProcessGroup> replicate_group_;  // null or size 1: no replicas
   FsdpOptions options_;
   std::string name_;
+  std::shared_ptr<FsdpShared> shared_;
+  PendingWork prefetched_;  // an all-gather started by prefetch()
+  PendingWork reducing_;    // the gradient reduce-scatter, or after it the HSDP all-reduce
+  bool all_reducing_ = false;
 };
 
 /// Weights sharded over another group than the rest of their block: expert parallelism's
@@ -97,6 +146,8 @@ class Fsdp {
 
   /// The sharded parameters (what the optimizer updates), in a fixed order.
   std::vector<torch::Tensor> parameters() const;
+  /// The units: each block's (its experts' after it) in order, the root last.
+  const std::vector<std::shared_ptr<FsdpUnit>>& units() const { return units_; }
   /// Sum over parameters() of weights[i] * ||grad_i||^2 (float64), over the shards of the
   /// shard group (replicas hold identical values and are counted once). The square root is
   /// the gradient norm when all weights are 1; tensor parallelism weights its replicated
@@ -107,9 +158,17 @@ class Fsdp {
   /// ShardedTensors under `prefix` + name, e.g. the optimizer's moments.
   components::checkpoint::ShardedStateDict shard_view(const std::vector<torch::Tensor>& tensors,
                                                       const std::string& prefix) const;
+  /// After the step's backward passes: waits for the gradient reductions still in flight
+  /// (FsdpOptions::overlap) and adds them to the shards' gradients; drops prefetches nobody
+  /// took, so none outlives the step's weights.
+  void finish_gradients();
+  /// Seconds this rank waited on FSDP's collectives since the last call (and zeroes it): the
+  /// communication that compute did not hide.
+  double take_wait_seconds() { return std::exchange(shared_->wait_seconds, 0.0); }
 
  private:
   std::vector<std::shared_ptr<FsdpUnit>> units_;  // blocks in order, root last
+  std::shared_ptr<FsdpShared> shared_ = std::make_shared<FsdpShared>();
 };
 
 }  // namespace titan::distributed

@@ -67,7 +67,10 @@ torch::Tensor ModelPart::forward_loss_sum(const torch::Tensor& input, const torc
   });
 }
 
-void ModelPart::finish_backward() { tp_->reduce_partial_grads(); }
+void ModelPart::finish_backward() {
+  fsdp().finish_gradients();
+  tp_->reduce_partial_grads();
+}
 
 double ModelPart::grad_sq_sum() {
   auto sq = torch::tensor({fsdp().grad_sq_sum(tp_->norm_weights(parameters()))}, torch::kDouble);

@@ -41,6 +41,9 @@ class ModelPart {
   /// Seconds this rank waited on expert parallelism's all-to-alls (forward and backward) since
   /// the last call (0 without it).
   double take_all_to_all_seconds() { return ep_ ? ep_->take_seconds() : 0.0; }
+  /// Seconds this rank waited on FSDP's all-gathers and gradient reductions since the last
+  /// call: the communication that compute did not hide.
+  double take_fsdp_wait_seconds() { return fsdp().take_wait_seconds(); }
   /// Records FSDP as applied (apply_fsdp) and the dtype the blocks compute in.
   void set_fsdp(std::shared_ptr<Fsdp> fsdp, torch::ScalarType compute_dtype);
   torch::ScalarType compute_dtype() const { return compute_dtype_; }
@@ -61,7 +64,8 @@ class ModelPart {
   /// whole (components/linear_cross_entropy.h); vocab-parallel under tensor parallelism,
   /// whether or not loss parallelism is on, since the logits are never gathered.
   void enable_fused_loss() { fused_loss_ = true; }
-  /// After the step's backward passes: sums what tensor parallelism leaves partial.
+  /// After the step's backward passes: collects FSDP's gradient reductions still in flight,
+  /// then sums what tensor parallelism leaves partial.
   void finish_backward();
   /// Squared L2 norm of the gradients of this part over the ranks that shard it (FSDP and
   /// tensor parallel groups), each element counted once (collective).

@@ -1,5 +1,6 @@
 #include "titan/distributed/parallelize.h"
 
+#include "titan/distributed/compile.h"
 #include "titan/distributed/context_parallel.h"
 #include "titan/platform/logging.h"
 
@@ -51,6 +52,7 @@ void apply_fsdp(ModelPart& part, const ParallelDims& dims, const DeviceMesh& mes
     options.param_dtype = torch::kBFloat16;
   }
   options.reshard_after_forward = reshard_after_forward(job.parallelism, dims);
+  options.overlap = compiles(job.compile, "model");
   FsdpExpertGroup experts;
   if (auto* ep = part.expert_parallel()) experts = {mesh["efsdp"], ep->modules()};
   part.set_fsdp(

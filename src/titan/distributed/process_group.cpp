@@ -92,13 +92,20 @@ torch::Tensor ProcessGroup::on_device(const torch::Tensor& t) const {
 }
 
 void ProcessGroup::all_reduce_(torch::Tensor& t, ReduceOp op, const std::string& what) {
-  if (!backend_) return;
-  torch::Tensor buf = on_device(t);
-  std::vector<torch::Tensor> tensors{buf};
+  auto pending = start_all_reduce(t, op, what);
+  auto sum = finish(pending);
+  if (!sum.is_same(t)) t.copy_(sum);
+}
+
+PendingWork ProcessGroup::start_all_reduce(const torch::Tensor& t, ReduceOp op,
+                                           const std::string& what) {
+  PendingWork pending{nullptr, on_device(t), t.device(), what};
+  if (!backend_) return pending;
+  std::vector<torch::Tensor> tensors{pending.buffer};
   c10d::AllreduceOptions opts;
   opts.reduceOp = to_c10d(op);
-  wait(backend_->allreduce(tensors, opts), what);
-  if (!buf.is_same(t)) t.copy_(buf);
+  pending.work = backend_->allreduce(tensors, opts);
+  return pending;
 }
 
 void ProcessGroup::broadcast_(torch::Tensor& t, int root, const std::string& what) {
@@ -112,24 +119,35 @@ void ProcessGroup::broadcast_(torch::Tensor& t, int root, const std::string& wha
 }
 
 torch::Tensor ProcessGroup::all_gather(const torch::Tensor& t, const std::string& what) {
-  if (!backend_) return t.clone();
+  auto pending = start_all_gather(t, what);
+  return finish(pending);
+}
+
+PendingWork ProcessGroup::start_all_gather(const torch::Tensor& t, const std::string& what) {
+  if (!backend_) return PendingWork{nullptr, t.clone(), t.device(), what};
   torch::Tensor in = on_device(t);
   auto shape = t.sizes().vec();
   if (shape.empty()) shape.push_back(1);
   shape[0] *= size();
-  torch::Tensor out = torch::empty(shape, in.options());  // out: [size * n, ...]
-  wait(backend_->_allgather_base(out, in), what);
-  return out.to(t.device());
+  PendingWork pending{nullptr, torch::empty(shape, in.options()), t.device(), what};
+  pending.work = backend_->_allgather_base(pending.buffer, in);  // buffer: [size * n, ...]
+  return pending;
 }
 
 torch::Tensor ProcessGroup::reduce_scatter(const torch::Tensor& t, const std::string& what) {
+  auto pending = start_reduce_scatter(t, what);
+  return finish(pending);
+}
+
+PendingWork ProcessGroup::start_reduce_scatter(const torch::Tensor& t, const std::string& what) {
   TORCH_CHECK(t.dim() == 1 && t.numel() % size() == 0, "reduce_scatter of ", what,
               ": expected a flat tensor divisible by ", size(), ", got ", t.sizes());
-  if (!backend_) return t.clone();
-  torch::Tensor in = on_device(t);                                       // in: [size * n]
-  torch::Tensor out = torch::empty({t.numel() / size()}, in.options());  // out: [n]
-  wait(backend_->_reduce_scatter_base(out, in), what);
-  return out.to(t.device());
+  if (!backend_) return PendingWork{nullptr, t.clone(), t.device(), what};
+  torch::Tensor in = on_device(t);  // in: [size * n]
+  PendingWork pending{nullptr, torch::empty({t.numel() / size()}, in.options()), t.device(),
+                      what};  // buffer: [n]
+  pending.work = backend_->_reduce_scatter_base(pending.buffer, in);
+  return pending;
 }
 
 torch::Tensor ProcessGroup::all_to_all(const torch::Tensor& t,

@@ -36,13 +36,16 @@ struct CommTimeouts {
 
 enum class ReduceOp { Sum, Max, Min };
 
-/// A send or collective in flight (ProcessGroup::send, start_all_to_all); ProcessGroup::finish
-/// waits for it.
+/// A send or collective in flight (ProcessGroup::send, start_*); ProcessGroup::finish waits
+/// for it.
 struct PendingWork {
   c10::intrusive_ptr<c10d::Work> work;
   torch::Tensor buffer;  // a send's data (kept alive until done) or the result being received
   torch::Device home = torch::kCPU;  // where the caller's tensors live
   std::string what;
+
+  /// Started and not yet finished.
+  bool active() const { return work || buffer.defined(); }
 };
 
 /// A group of ranks. Collectives block until done and throw CommError naming this rank, the
@@ -73,6 +76,13 @@ class ProcessGroup {
   /// Sum over ranks of `t`, scattered: `t` is [size * n]; the result is this rank's [n] chunk
   /// of the sum.
   torch::Tensor reduce_scatter(const torch::Tensor& t, const std::string& what);
+  /// all_gather, reduce_scatter and all_reduce_ without waiting: the caller computes while the
+  /// data moves, then finish() returns the result (the all-reduce's sum: `t` itself when it is
+  /// contiguous on the group's device). Every member starts the same collectives in the same
+  /// order; `t` must not change until then.
+  PendingWork start_all_gather(const torch::Tensor& t, const std::string& what);
+  PendingWork start_reduce_scatter(const torch::Tensor& t, const std::string& what);
+  PendingWork start_all_reduce(const torch::Tensor& t, ReduceOp op, const std::string& what);
   /// Rows of `t` [sum in_splits, ...] sent to each rank: in_splits[j] consecutive rows to group
   /// rank j; returns the rows received, [sum out_splits, ...], out_splits[j] from rank j, in
   /// rank order (splits may be 0; every rank's in_splits[r] equals rank r's out_splits here).

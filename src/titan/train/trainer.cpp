@@ -77,9 +77,9 @@ void check_expert_parallel(const config::ParallelismSection& p,
 void check_trainable(const config::JobConfig& job, const distributed::ParallelDims& dims) {
   distributed::check_context_parallel(job.parallelism, dims.cp, job.training.seq_len);
   distributed::check_compile(job.compile);
+  tools::check_profiling(job.profiling);
   const std::vector<std::pair<const char*, bool>> not_built = {
       {"metrics.enable_tensorboard", job.metrics.enable_tensorboard},
-      {"profiling.enable_profiling", job.profiling.enable_profiling},
       {"profiling.enable_memory_snapshot", job.profiling.enable_memory_snapshot},
       {"validation.enable", job.validation.enable},
   };
@@ -140,6 +140,9 @@ Trainer::Trainer(config::JobConfig job, distributed::WorldInfo world)
   bool writes_metrics = world_->info().rank == metrics_rank(job_, dims_);
   metrics_ = std::make_unique<components::MetricsLogger>(
       writes_metrics ? job_.job.dump_folder + "/metrics.jsonl" : "");
+  profiler_ = std::make_unique<tools::Profiler>(
+      job_.profiling, job_.job.dump_folder + "/" + job_.profiling.save_traces_folder,
+      world_->info().rank, device_.is_cuda());
   peak_flops_ = device_.is_cpu()
                     ? std::optional<double>(platform::measure_gemm_flops(compute_dtype_))
                     : platform::accelerator_peak_flops(platform::device_name(device_),
@@ -457,11 +460,13 @@ void Trainer::train() {
   int64_t first = resume();
   log::info("Training starts at step {} of {}", first, t.steps);
   auto window_start = Clock::now();
-  double window_data = 0, window_all_to_all = 0;
+  double window_data = 0, window_all_to_all = 0, window_fsdp_wait = 0;
   int64_t window_steps = 0;
   for (int64_t step = first; step <= t.steps; ++step) {
     const int64_t epoch = data_->epoch(consumed_samples_);
+    profiler_->step_begin(step);
     StepResult r = train_step(step);
+    profiler_->step_end(step);
     if (data_->epoch(consumed_samples_) > epoch) {
       log::info("Dataset exhausted in step {}: the data starts pass {} from sample 0", step,
                 data_->epoch(consumed_samples_) + 1);
@@ -469,7 +474,10 @@ void Trainer::train() {
     if (step == first) log_state_memory();
     if (checkpoint_->should_save(step, t.steps)) save_checkpoint(step, step == t.steps);
     window_data += r.data_time_s;
-    for (auto& part : model_parts_) window_all_to_all += part->take_all_to_all_seconds();
+    for (auto& part : model_parts_) {
+      window_all_to_all += part->take_all_to_all_seconds();
+      window_fsdp_wait += part->take_fsdp_wait_seconds();
+    }
     ++window_steps;
     bool log_now = step == first || step % job_.metrics.log_freq == 0 || step == t.steps;
     if (!log_now) continue;
@@ -493,10 +501,14 @@ void Trainer::train() {
     m.cpu_threads = threads_.threads();
     m.expert_loads = load_balancer_->loads();
     if (dims_.ep_enabled()) m.all_to_all_s = window_all_to_all / static_cast<double>(window_steps);
+    if (dims_.fsdp_enabled() || dims_.dp_replicate_enabled()) {
+      m.fsdp_wait_s = window_fsdp_wait / static_cast<double>(window_steps);
+    }
     metrics_->record(m);
     window_start = Clock::now();
     window_data = 0;
     window_all_to_all = 0;
+    window_fsdp_wait = 0;
     window_steps = 0;
   }
   checkpoint_->wait();

@@ -22,6 +22,7 @@
 #include "titan/distributed/parallel_dims.h"
 #include "titan/distributed/process_group.h"
 #include "titan/platform/cpu_threads.h"
+#include "titan/tools/profiler.h"
 #include "titan/train/train_spec.h"
 
 namespace titan::components::data {
@@ -38,9 +39,10 @@ namespace titan::train {
 /// model parts that cannot be cut or built (every one of distributed::all_pieces built on the
 /// meta device: e.g. a pipeline the model or the batch cannot be cut into),
 /// checkpoint.last_save_in_hf for a flavor without a Hugging Face config, compile mode's CPU
-/// kernels with GPUs visible (distributed::check_compile), and features whose keys exist but
-/// are not built yet (TensorBoard, profiling, memory snapshots, validation). The launcher calls
-/// it before any worker starts.
+/// kernels with GPUs visible (distributed::check_compile), a profiling window longer than
+/// profiling.profile_freq (tools::check_profiling), and features whose keys exist but are not
+/// built yet (TensorBoard, memory snapshots, validation). The launcher calls it before any
+/// worker starts.
 void check_trainable(const config::JobConfig& job, const distributed::ParallelDims& dims);
 
 /// The global rank that logs the step line and writes metrics.jsonl for `job` on `dims` (the
@@ -117,6 +119,7 @@ class Trainer {
   std::unique_ptr<components::LrScheduler> scheduler_;
   std::unique_ptr<components::ExpertLoadBalancer> load_balancer_;  // MoE layers' expert biases
   std::unique_ptr<components::MetricsLogger> metrics_;
+  std::unique_ptr<tools::Profiler> profiler_;
   std::unique_ptr<components::checkpoint::CheckpointManager> checkpoint_;
   int64_t flops_per_token_ = 0;
   int64_t num_params_ = 0;         // of the whole model

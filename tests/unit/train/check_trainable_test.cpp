@@ -1,7 +1,8 @@
 // What the launcher refuses before any worker starts (train::check_trainable): a final Hugging
 // Face save of a flavor that has no Hugging Face form (the softmax-scored DeepSeek flavors),
-// which would otherwise fail after training and leave the last checkpoint unfinished, and
-// expert-parallel degrees the model cannot use, each error naming its key.
+// which would otherwise fail after training and leave the last checkpoint unfinished,
+// expert-parallel degrees the model cannot use, and a profiling window longer than its
+// profile_freq, each error naming its key.
 #include <gtest/gtest.h>
 
 #include "titan/config/resolve.h"
@@ -77,6 +78,22 @@ TEST(CheckTrainable, ExpertParallelDegreesTheModelCannotUse) {
                                "--parallelism.tensor_parallel_degree", "2"},
                               qwen));
   EXPECT_NO_THROW(check_trainable(ok, distributed::ParallelDims::from_config(ok.parallelism, 4)));
+}
+
+TEST(CheckTrainable, ProfilingWindowMustFitItsFrequency) {
+  const std::vector<std::string> llama = {"--module", "llama3", "--config", "llama3_debugmodel",
+                                          "--profiling.enable_profiling"};
+  auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.begin(), llama.begin(), llama.end());
+    return extra;
+  };
+  // TorchTitan's defaults: 3 warmup steps and 1 active step in every 10.
+  EXPECT_NO_THROW(check_trainable(job_of(llama), distributed::ParallelDims::from_config(
+                                                     job_of(llama).parallelism, 1)));
+  expect_refused(with({"--profiling.profile_freq", "3"}), 1, "profiling.profile_freq = 3");
+  const auto fits = job_of(with({"--profiling.profile_freq", "3", "--profiling.profiler_warmup",
+                                 "2"}));
+  EXPECT_NO_THROW(check_trainable(fits, distributed::ParallelDims::from_config(fits.parallelism, 1)));
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "titan/models/common/causal_lm.h"
 
+#include <fmt/format.h>
+
 #include <unordered_set>
 
 #include "titan/models/common/transformer_block.h"
@@ -38,7 +40,13 @@ torch::Tensor CausalLM::forward(const torch::Tensor& input, const ClassifierLoss
 }
 
 torch::Tensor CausalLM::run_block(int64_t layer, const torch::Tensor& x, const TensorFn& block) {
-  return run_wrapped(block_wrappers_, layer, x, block);
+  // The block's own compute, inside its wrappers (FSDP's gather), as the profiler's range
+  // "layers.<id>" (formatted only while a profiler records).
+  const auto named = [layer, block](const torch::Tensor& input) {
+    RECORD_USER_SCOPE(fmt::format("layers.{}", layer));
+    return block(input);
+  };
+  return run_wrapped(block_wrappers_, layer, x, named);
 }
 
 torch::Tensor CausalLM::run_wrapped(const std::vector<Wrapper>& wrappers, int64_t layer,

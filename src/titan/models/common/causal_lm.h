@@ -96,7 +96,8 @@ class CausalLM : public torch::nn::Module {
  protected:
   /// The family's forward (see forward()); runs each block through run_block().
   virtual torch::Tensor forward_impl(const torch::Tensor& input, const ClassifierLoss& loss) = 0;
-  /// Block `layer`'s forward `block` on x, through the block wrappers.
+  /// Block `layer`'s forward `block` on x, through the block wrappers (a profiler range
+  /// "layers.<layer>" around `block` itself).
   torch::Tensor run_block(int64_t layer, const torch::Tensor& x, const TensorFn& block);
 
  private:

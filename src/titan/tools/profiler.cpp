@@ -1,0 +1,87 @@
+#include "titan/tools/profiler.h"
+
+#include <fmt/format.h>
+#include <torch/csrc/autograd/profiler_kineto.h>
+
+#include <filesystem>
+#include <set>
+
+#include "titan/errors.h"
+#include "titan/platform/clock.h"
+#include "titan/platform/logging.h"
+
+namespace titan::tools {
+namespace {
+
+namespace kineto = torch::autograd::profiler;
+using torch::profiler::impl::ActivityType;
+using torch::profiler::impl::ProfilerConfig;
+using torch::profiler::impl::ProfilerState;
+
+ProfilerConfig kineto_config() {
+  return ProfilerConfig(ProfilerState::KINETO, /*report_input_shapes=*/true);
+}
+
+std::set<ActivityType> activities(bool cuda) {
+  std::set<ActivityType> out{ActivityType::CPU};
+  if (cuda) out.insert(ActivityType::CUDA);
+  return out;
+}
+
+}  // namespace
+
+void check_profiling(const config::ProfilingSection& config) {
+  if (!config.enable_profiling) return;
+  if (config.profiler_active < 1 || config.profiler_warmup < 0 ||
+      config.profile_freq < config.profiler_warmup + config.profiler_active) {
+    throw ConfigError(fmt::format(
+        "profiling.profile_freq = {} must be at least profiling.profiler_warmup = {} + "
+        "profiling.profiler_active = {} (profiler_active at least 1)",
+        config.profile_freq, config.profiler_warmup, config.profiler_active));
+  }
+}
+
+Profiler::Profiler(const config::ProfilingSection& config, std::string trace_folder, int rank,
+                   bool cuda)
+    : config_(config), trace_folder_(std::move(trace_folder)), rank_(rank), cuda_(cuda) {
+  if (config_.enable_profiling) log::info("Profiling active. Traces will be saved at {}", trace_folder_);
+}
+
+Profiler::~Profiler() {
+  if (recording_) kineto::disableProfiler();
+}
+
+int64_t Profiler::phase(int64_t step) const { return (step - 1) % config_.profile_freq + 1; }
+
+void Profiler::prepare() {
+  if (prepared_) return;
+  kineto::prepareProfiler(kineto_config(), activities(cuda_));
+  prepared_ = true;
+}
+
+void Profiler::step_begin(int64_t step) {
+  if (!config_.enable_profiling) return;
+  const int64_t first_active = config_.profile_freq - config_.profiler_active + 1;
+  const int64_t p = phase(step);
+  if (p == first_active - config_.profiler_warmup || p == first_active) prepare();
+  if (p == first_active) {
+    kineto::enableProfiler(kineto_config(), activities(cuda_));
+    recording_ = true;
+  }
+}
+
+void Profiler::step_end(int64_t step) {
+  if (!recording_ || phase(step) != config_.profile_freq) return;
+  const auto start = platform::Clock::now();
+  auto result = kineto::disableProfiler();
+  recording_ = prepared_ = false;
+  const auto folder =
+      std::filesystem::path(trace_folder_) / fmt::format("iteration_{}", step);
+  std::filesystem::create_directories(folder);
+  const auto path = folder / fmt::format("rank{}_trace.json", rank_);
+  result->save(path.string());
+  log::info("Wrote the profiler trace of step {} to {} in {:.2f} s", step, path.string(),
+            platform::seconds_since(start));
+}
+
+}  // namespace titan::tools
