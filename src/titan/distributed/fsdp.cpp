@@ -234,15 +234,16 @@ void FsdpUnit::release(const std::vector<torch::Tensor>& gathered, bool free_sto
   }
 }
 
-void FsdpUnit::regather(const std::vector<torch::Tensor>& gathered) {
+bool FsdpUnit::regather(const std::vector<torch::Tensor>& gathered) {
   if (gathered.empty() || gathered.front().storage().nbytes() > 0) {
     drop_prefetch();
-    return;
+    return false;
   }
   std::vector<torch::Tensor> shards;
   for (const auto& p : params_) shards.push_back(p.shard);
   auto values = all_gather_full(shards);
   for (size_t i = 0; i < gathered.size(); ++i) refill_storage(gathered[i], values[i]);
+  return true;
 }
 
 std::shared_ptr<Fsdp> Fsdp::apply(models::CausalLM& model,
@@ -293,10 +294,12 @@ std::shared_ptr<Fsdp> Fsdp::apply(models::CausalLM& model,
     }
     fsdp->units_.insert(fsdp->units_.end(), units.begin(), units.end());
   }
-  for (auto it = block_units.begin(); options.overlap && it != block_units.end(); ++it) {
-    if (auto next = std::next(it); next != block_units.end()) {
-      it->second.next = next->second.own;
-      next->second.previous = it->second.own;
+  if (options.overlap) {
+    for (auto it = block_units.begin(); it != block_units.end(); ++it) {
+      if (auto next = std::next(it); next != block_units.end()) {
+        it->second.next = next->second.own;
+        next->second.previous = it->second.own;
+      }
     }
   }
   model.add_block_wrapper([block_units](int64_t layer, const torch::Tensor& x,
@@ -311,8 +314,15 @@ std::shared_ptr<Fsdp> Fsdp::apply(models::CausalLM& model,
     for (size_t i = 0; i < units.own.size(); ++i) units.own[i]->release(gathered[i], reshard);
     if (reshard) {
       out.register_hook([units, gathered](const torch::Tensor& grad) {
-        for (size_t i = 0; i < units.own.size(); ++i) units.own[i]->regather(gathered[i]);
-        for (const auto& unit : units.previous) unit->prefetch();
+        bool refilled = false;
+        for (size_t i = 0; i < units.own.size(); ++i) {
+          refilled = units.own[i]->regather(gathered[i]) || refilled;
+        }
+        // A second backward pass (a pipeline's weight pass) finds the block whole: the block
+        // before needs no prefetch either.
+        if (refilled) {
+          for (const auto& unit : units.previous) unit->prefetch();
+        }
         return grad;
       });
     }

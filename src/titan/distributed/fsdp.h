@@ -32,10 +32,12 @@ struct FsdpOptions {
   /// The root unit is never resharded (it runs last in forward and first in backward).
   bool reshard_after_forward = true;
   /// Overlap communication with compute (compile mode): each block's all-gather starts while
-  /// the unit before it computes (the previous block or the root in forward, the next block in
-  /// backward), and a unit's gradient reduce-scatter (and HSDP all-reduce) runs while the next
-  /// unit's backward computes; Fsdp::finish_gradients() adds them to the shards' gradients.
-  /// The collectives and their order are eager's, so the values are too.
+  /// the unit before it computes (in forward the previous block, or the root for a part's first
+  /// block; in backward, when blocks reshard after forward, the next block), and a unit's
+  /// gradient reduce-scatter (and HSDP all-reduce) runs while the next unit's backward
+  /// computes; Fsdp::finish_gradients() adds them to the shards' gradients. The same
+  /// collectives in the same order on every rank (backward issues an all-gather before the
+  /// reduce-scatter eager issues first), so the values are eager's.
   bool overlap = false;
 };
 
@@ -71,8 +73,9 @@ class FsdpUnit {
   /// autograd saved see the new data. Each forward's gathered tensors are its own, so several
   /// microbatches may be in flight (pipeline parallelism).
   void release(const std::vector<torch::Tensor>& gathered, bool free_storage);
-  /// Refills `gathered` if release freed it (before the unit's backward).
-  void regather(const std::vector<torch::Tensor>& gathered);
+  /// Refills `gathered` if release freed it (before the unit's backward); returns whether it
+  /// did.
+  bool regather(const std::vector<torch::Tensor>& gathered);
   /// Starts the all-gather that the unit's next gather() or regather() takes over (the shards
   /// must not change before; nothing when one is already in flight).
   void prefetch();

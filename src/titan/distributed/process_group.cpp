@@ -99,8 +99,8 @@ void ProcessGroup::all_reduce_(torch::Tensor& t, ReduceOp op, const std::string&
 
 PendingWork ProcessGroup::start_all_reduce(const torch::Tensor& t, ReduceOp op,
                                            const std::string& what) {
+  if (!backend_) return PendingWork{nullptr, t, t.device(), what};
   PendingWork pending{nullptr, on_device(t), t.device(), what};
-  if (!backend_) return pending;
   std::vector<torch::Tensor> tensors{pending.buffer};
   c10d::AllreduceOptions opts;
   opts.reduceOp = to_c10d(op);

@@ -44,7 +44,9 @@ void check_profiling(const config::ProfilingSection& config) {
 Profiler::Profiler(const config::ProfilingSection& config, std::string trace_folder, int rank,
                    bool cuda)
     : config_(config), trace_folder_(std::move(trace_folder)), rank_(rank), cuda_(cuda) {
-  if (config_.enable_profiling) log::info("Profiling active. Traces will be saved at {}", trace_folder_);
+  if (config_.enable_profiling) {
+    log::info("Profiling active. Traces will be saved at {}", trace_folder_);
+  }
 }
 
 Profiler::~Profiler() {

@@ -93,7 +93,8 @@ TEST(CheckTrainable, ProfilingWindowMustFitItsFrequency) {
   expect_refused(with({"--profiling.profile_freq", "3"}), 1, "profiling.profile_freq = 3");
   const auto fits = job_of(with({"--profiling.profile_freq", "3", "--profiling.profiler_warmup",
                                  "2"}));
-  EXPECT_NO_THROW(check_trainable(fits, distributed::ParallelDims::from_config(fits.parallelism, 1)));
+  EXPECT_NO_THROW(
+      check_trainable(fits, distributed::ParallelDims::from_config(fits.parallelism, 1)));
 }
 
 }  // namespace
