@@ -11,6 +11,7 @@ TITAN_PACKAGES=(
   libgloo-dev
   libtomlplusplus-dev nlohmann-json3-dev libfmt-dev libspdlog-dev
   libpcre2-dev libutf8proc-dev libssl-dev libgtest-dev
+  libprotobuf-dev protobuf-compiler libisal-dev
   bible-kjv
 )
 
@@ -35,7 +36,8 @@ titan_install_packages() {
 # GPUs with NCCL); the same environment runs the PyTorch reference of bench/reference. It lives
 # outside the checkout so that clones share it (about 5.4 GiB, 2 minutes to create).
 TITAN_TORCH_VERSION=2.15.0
-TITAN_PYTHON_PACKAGES=("torch==$TITAN_TORCH_VERSION" numpy==2.4.6)
+# tensorboard: its event reader checks titan's event files in the tests.
+TITAN_PYTHON_PACKAGES=("torch==$TITAN_TORCH_VERSION" numpy==2.4.6 tensorboard==2.20.0)
 TITAN_VENV="${TITAN_VENV:-$HOME/.cache/titan/venv-torch-$TITAN_TORCH_VERSION}"
 
 titan_python_env() {
@@ -44,9 +46,14 @@ titan_python_env() {
   (
     flock 9  # one creator at a time; the others wait and reuse it
     if [[ ! -f $stamp || $(cat "$stamp") != "$want" ]]; then
-      echo "[setup] creating $TITAN_VENV with $want"
-      rm -rf "$TITAN_VENV"
-      /usr/bin/python3 -m venv "$TITAN_VENV"
+      # A pinned list that changed is installed into the environment that exists (pip moves
+      # each package to its pinned version); a missing or broken one is created again.
+      if [[ ! -x $TITAN_VENV/bin/pip ]]; then
+        echo "[setup] creating $TITAN_VENV"
+        rm -rf "$TITAN_VENV"
+        /usr/bin/python3 -m venv "$TITAN_VENV"
+      fi
+      echo "[setup] installing into $TITAN_VENV: $want"
       "$TITAN_VENV/bin/pip" install -q --disable-pip-version-check "${TITAN_PYTHON_PACKAGES[@]}"
       echo "$want" > "$stamp"
     fi

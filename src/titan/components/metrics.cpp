@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "titan/components/tensorboard/writer.h"
 #include "titan/errors.h"
 #include "titan/platform/logging.h"
 
@@ -29,18 +30,61 @@ std::string format_step_line(const StepMetrics& m) {
       m.mfu ? fmt::format("{:.2f}%", *m.mfu) : "n/a");
 }
 
-MetricsLogger::MetricsLogger(const std::string& jsonl_path) {
+std::string format_validation_line(const StepMetrics& m) {
+  return fmt::format("validate step: {}  loss: {:.4f}  memory: {:.2f}GiB({:.2f}%)  tps: {}", m.step,
+                     m.validation_loss.value_or(0), m.memory_gib, m.memory_pct,
+                     with_commas(static_cast<int64_t>(std::llround(m.validation_tps.value_or(0)))));
+}
+
+std::vector<std::pair<std::string, double>> tensorboard_scalars(const StepMetrics& m) {
+  std::vector<std::pair<std::string, double>> out = {
+      {"loss_metrics/global_avg_loss", m.loss},
+      {"loss_metrics/global_max_loss", m.max_loss},
+      {"grad_norm", m.grad_norm},
+      {"lr", m.lr},
+      {"throughput(tps)", m.tps},
+      {"tflops", m.tflops},
+      {"time_metrics/end_to_end(s)", m.step_time_s},
+      {"time_metrics/data_loading(s)", m.data_time_s},
+      {"time_metrics/data_loading(%)",
+       m.step_time_s > 0 ? 100.0 * m.data_time_s / m.step_time_s : 0.0},
+      {"memory/max_active(GiB)", m.max_active_gib},
+      {"memory/max_active(%)", m.max_active_pct},
+      {"memory/max_reserved(GiB)", m.max_reserved_gib},
+      {"memory/max_reserved(%)", m.max_reserved_pct},
+      {"memory/num_alloc_retries", static_cast<double>(m.num_alloc_retries)},
+      {"memory/num_ooms", static_cast<double>(m.num_ooms)},
+      {"n_tokens_seen", static_cast<double>(m.tokens_seen)},
+  };
+  if (m.mfu) out.emplace_back("mfu(%)", *m.mfu);
+  if (m.validation_loss) {
+    out.emplace_back("validation_metrics/loss", *m.validation_loss);
+    out.emplace_back("validation_metrics/throughput(tps)", m.validation_tps.value_or(0));
+  }
+  return out;
+}
+
+MetricsLogger::MetricsLogger(const std::string& jsonl_path, const std::string& tb_folder) {
+  if (!tb_folder.empty()) {
+    tb_ = std::make_unique<tensorboard::EventWriter>(tb_folder);
+    log::info("TensorBoard logging enabled. Logs will be saved at {}", tb_folder);
+  }
   if (jsonl_path.empty()) return;
   std::filesystem::create_directories(std::filesystem::path(jsonl_path).parent_path());
   jsonl_ = std::make_unique<std::ofstream>(jsonl_path, std::ios::app);
   if (!*jsonl_) throw Error("cannot write metrics file " + jsonl_path);
 }
 
+MetricsLogger::~MetricsLogger() = default;
+
 void MetricsLogger::record(const StepMetrics& m) {
   log::info(format_step_line(m));
+  if (m.validation_loss) log::info(format_validation_line(m));
+  if (tb_) tb_->add_scalars(m.step, tensorboard_scalars(m));
   if (!jsonl_) return;
   nlohmann::json j = {{"step", m.step},
                       {"loss", m.loss},
+                      {"max_loss", m.max_loss},
                       {"grad_norm", m.grad_norm},
                       {"lr", m.lr},
                       {"tps", m.tps},
@@ -58,6 +102,10 @@ void MetricsLogger::record(const StepMetrics& m) {
                       {"cpu_threads", m.cpu_threads}};
   if (m.all_to_all_s) j["all_to_all_s"] = *m.all_to_all_s;
   if (m.fsdp_wait_s) j["fsdp_wait_s"] = *m.fsdp_wait_s;
+  if (m.validation_loss) {
+    j["validation_loss"] = *m.validation_loss;
+    j["validation_tps"] = m.validation_tps.value_or(0);
+  }
   for (const auto& load : m.expert_loads) {
     j["expert_load"][std::to_string(load.layer)] = {{"max", load.max}, {"min", load.min}};
   }

@@ -7,9 +7,14 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace titan::components {
+
+namespace tensorboard {
+class EventWriter;
+}
 
 /// One MoE layer's load over a step: its busiest and idlest expert's tokens over the mean.
 struct ExpertLoad {
@@ -21,6 +26,7 @@ struct ExpertLoad {
 struct StepMetrics {
   int64_t step = 0;
   double loss = 0;          // mean next-token cross-entropy over the global batch (nats)
+  double max_loss = 0;      // the largest data (and context) rank's mean loss
   double grad_norm = 0;     // global L2 norm before clipping
   double lr = 0;
   double tps = 0;           // tokens per second per rank
@@ -33,6 +39,8 @@ struct StepMetrics {
   double memory_pct = 0;    // of the device's (or machine's) memory
   double max_active_gib = 0;    // peak live tensor bytes
   double max_reserved_gib = 0;  // GPU: peak bytes the allocator held; CPU: the peak RSS
+  double max_active_pct = 0;    // of the device's (or machine's) memory
+  double max_reserved_pct = 0;
   int64_t num_alloc_retries = 0;  // GPU: allocations that had to free the cache and retry
   int64_t num_ooms = 0;           // GPU: out-of-memory errors
   int64_t tokens_seen = 0;  // global tokens trained on so far
@@ -46,26 +54,41 @@ struct StepMetrics {
   /// Data parallelism: mean seconds per step this rank waited on FSDP's all-gathers and
   /// gradient reductions (the communication compute did not hide).
   std::optional<double> fsdp_wait_s;
+  /// A validation ran after this step (components/validate.h): its loss and tokens/s.
+  std::optional<double> validation_loss;
+  std::optional<double> validation_tps;
 };
 
 /// "step: 10  loss: 5.1234  grad_norm: 1.2345  memory: 1.23GiB(4.56%)  tps: 12,345
 ///  tflops: 1.23  mfu: 12.34%" (one line; "mfu: n/a" when the device's peak is unknown).
 std::string format_step_line(const StepMetrics& m);
+/// TorchTitan's validation line: "validate step: 10  loss: 5.1234  memory: 1.23GiB(4.56%)
+/// tps: 12,345" (the memory peak since the last record, which includes the validation).
+std::string format_validation_line(const StepMetrics& m);
 
-/// Writes step lines to the log and, when `jsonl_path` is non-empty, one JSON object per
-/// record to it (keys step, loss, grad_norm, lr, tps, tflops, mfu (null when unknown),
+/// Writes step lines to the log; when `jsonl_path` is non-empty, one JSON object per record to
+/// it (keys step, loss, max_loss, grad_norm, lr, tps, tflops, mfu (null when unknown),
 /// memory_gib, max_active_gib, max_reserved_gib, num_alloc_retries, num_ooms, tokens_seen,
 /// consumed_samples, step_time_s, data_time_s, cpu_threads; for MoE models expert_load:
 /// {"<layer>": {"max": .., "min": ..}}; with expert parallelism all_to_all_s; with data
-/// parallelism fsdp_wait_s). A resumed run appends.
+/// parallelism fsdp_wait_s; after a validation validation_loss and validation_tps; a resumed
+/// run appends); when `tb_folder` is non-empty, the same
+/// record as TensorBoard scalars with TorchTitan's tags into an event file there.
 class MetricsLogger {
  public:
-  explicit MetricsLogger(const std::string& jsonl_path);
+  MetricsLogger(const std::string& jsonl_path, const std::string& tb_folder);
+  ~MetricsLogger();
   void record(const StepMetrics& m);
 
  private:
   std::unique_ptr<std::ofstream> jsonl_;
+  std::unique_ptr<tensorboard::EventWriter> tb_;
 };
+
+/// TorchTitan's TensorBoard tags and values for a record: loss_metrics/global_avg_loss, grad_norm,
+/// throughput(tps), memory/max_active(GiB), ... (mfu(%) only when the peak is known;
+/// validation_metrics/loss and validation_metrics/throughput(tps) after a validation).
+std::vector<std::pair<std::string, double>> tensorboard_scalars(const StepMetrics& m);
 
 /// Thousands separators: 12345 -> "12,345".
 std::string with_commas(int64_t n);

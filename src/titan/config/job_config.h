@@ -122,6 +122,8 @@ struct ValidationSection {
   bool enable = false;
   std::string dataset = "kjv_bible";
   std::string dataset_path;
+  int64_t local_batch_size = 8;
+  int64_t seq_len = 2048;
   int64_t freq = 500;
   int64_t steps = -1;
 };

@@ -190,23 +190,23 @@ torch::Tensor ContextParallel::attention(const torch::Tensor& q, const torch::Te
 }
 
 void check_context_parallel(const config::ParallelismSection& parallelism, int cp,
-                            int64_t seq_len) {
+                            int64_t seq_len, const char* seq_len_key) {
   if (cp <= 1) return;
   const SequenceSplit split{cp, load_balancer_from(parallelism.context_parallel_load_balancer)};
   rotate_method_from(parallelism.context_parallel_rotate_method);
   if (seq_len % split.num_chunks() != 0) {
     throw ConfigError(fmt::format(
-        "training.seq_len = {} must divide into the {} chunks of "
+        "{} = {} must divide into the {} chunks of "
         "parallelism.context_parallel_degree = {} with context_parallel_load_balancer = '{}'",
-        seq_len, split.num_chunks(), cp, parallelism.context_parallel_load_balancer));
+        seq_len_key, seq_len, split.num_chunks(), cp, parallelism.context_parallel_load_balancer));
   }
   const int64_t tp = parallelism.tensor_parallel_degree;
   if (tp > 1 && !parallelism.disable_sequence_parallel && (seq_len / cp) % tp != 0) {
     throw ConfigError(fmt::format(
-        "training.seq_len = {} leaves each of the {} context-parallel ranks {} tokens, which "
+        "{} = {} leaves each of the {} context-parallel ranks {} tokens, which "
         "sequence parallelism cannot split over tensor_parallel_degree = {}; choose a seq_len "
         "divisible by {}",
-        seq_len, cp, seq_len / cp, tp, cp * tp * (split.num_chunks() / cp)));
+        seq_len_key, seq_len, cp, seq_len / cp, tp, cp * tp * (split.num_chunks() / cp)));
   }
   if (platform::visible_gpus() > 0) {
     throw ConfigError(

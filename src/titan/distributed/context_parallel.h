@@ -71,8 +71,9 @@ class ContextParallel : public models::SequenceShard {
 /// Throws ConfigError naming the keys when `seq_len` does not divide into the chunks of `cp`
 /// ranks under `parallelism`'s load balancer (or a rank's tokens over tp under sequence
 /// parallelism), a context_parallel_* choice is unknown, or the ranks would compute on GPUs.
+/// `seq_len_key` names the sequence length in the error.
 void check_context_parallel(const config::ParallelismSection& parallelism, int cp,
-                            int64_t seq_len);
+                            int64_t seq_len, const char* seq_len_key = "training.seq_len");
 
 /// Makes `cp` the sequence shard of `model` (its RoPE positions) and of every attention part.
 void attach_context_parallel(models::CausalLM& model, std::shared_ptr<ContextParallel> cp);

@@ -25,6 +25,11 @@ class WholeModel : public ForwardBackward {
     return loss.item<double>();
   }
 
+  double evaluate(const torch::Tensor& input, const torch::Tensor& labels) override {
+    torch::NoGradGuard no_grad;
+    return part_->forward_loss_sum(input, labels).item<double>();
+  }
+
   double sum_over_stages(double value) override { return value; }
 
  private:
@@ -42,6 +47,9 @@ class ShardedSequences : public ForwardBackward {
   double run(const torch::Tensor& input, const torch::Tensor& labels,
              double loss_divisor) override {
     return inner_->run(split_.shard(input, rank_), split_.shard(labels, rank_), loss_divisor);
+  }
+  double evaluate(const torch::Tensor& input, const torch::Tensor& labels) override {
+    return inner_->evaluate(split_.shard(input, rank_), split_.shard(labels, rank_));
   }
   double sum_over_stages(double value) override { return inner_->sum_over_stages(value); }
   std::string summary() const override { return inner_->summary(); }

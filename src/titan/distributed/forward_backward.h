@@ -34,6 +34,10 @@ class ForwardBackward {
   /// Returns the divided loss this rank computed (0 on a rank without the last stage).
   virtual double run(const torch::Tensor& input, const torch::Tensor& labels,
                      double loss_divisor) = 0;
+  /// Forward only, without gradients (validation): this rank's batch [B, S] through the model
+  /// parts (in eval mode); returns the summed cross-entropy of the tokens whose loss this rank
+  /// computed (0 on a rank without the last stage).
+  virtual double evaluate(const torch::Tensor& input, const torch::Tensor& labels) = 0;
   /// `value` summed over the ranks holding the other stages of this rank's pipeline (the
   /// value itself without one): the loss, the squared gradient norm (collective).
   virtual double sum_over_stages(double value) = 0;

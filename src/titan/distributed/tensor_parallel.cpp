@@ -12,7 +12,7 @@
 namespace titan::distributed {
 
 void check_tensor_parallel(models::CausalLM& model, int tp, int64_t seq_len,
-                           bool sequence_parallel) {
+                           bool sequence_parallel, const char* seq_len_key) {
   if (tp <= 1) return;
   auto require = [tp](int64_t value, const std::string& what) {
     if (value % tp != 0) {
@@ -28,10 +28,10 @@ void check_tensor_parallel(models::CausalLM& model, int tp, int64_t seq_len,
   }
   require(model.shape().vocab_size, "vocabulary size");
   if (sequence_parallel && seq_len % tp != 0) {
-    throw ConfigError(fmt::format("sequence parallelism shards training.seq_len ({}) over "
+    throw ConfigError(fmt::format("sequence parallelism shards {} ({}) over "
                                   "parallelism.tensor_parallel_degree = {} ranks: it must be "
                                   "divisible (or set parallelism.disable_sequence_parallel)",
-                                  seq_len, tp));
+                                  seq_len_key, seq_len, tp));
   }
 }
 

@@ -37,8 +37,9 @@ struct TensorParallelOptions {
 /// Throws ConfigError naming the numbers unless `tp` divides every size the parts of `model`'s
 /// blocks shard (models::BlockPart::tensor_parallel_sizes: heads, FFN width, ...) and its
 /// vocabulary, and, with sequence parallelism, `seq_len`. `model` as built (e.g. on meta).
+/// `seq_len_key` names the sequence length in the error.
 void check_tensor_parallel(models::CausalLM& model, int tp, int64_t seq_len,
-                           bool sequence_parallel);
+                           bool sequence_parallel, const char* seq_len_key = "training.seq_len");
 
 class TensorParallel {
  public:

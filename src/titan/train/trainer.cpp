@@ -3,9 +3,11 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <ctime>
 
 #include "titan/components/data/dataloader.h"
 #include "titan/components/manifest.h"
+#include "titan/components/validate.h"
 #include "titan/distributed/compile.h"
 #include "titan/distributed/context_parallel.h"
 #include "titan/config/resolve.h"
@@ -76,12 +78,15 @@ void check_expert_parallel(const config::ParallelismSection& p,
 
 void check_trainable(const config::JobConfig& job, const distributed::ParallelDims& dims) {
   distributed::check_context_parallel(job.parallelism, dims.cp, job.training.seq_len);
+  if (job.validation.enable) {
+    components::check_validation(job, dims);
+    distributed::check_context_parallel(job.parallelism, dims.cp, job.validation.seq_len,
+                                        "validation.seq_len");
+  }
   distributed::check_compile(job.compile);
   tools::check_profiling(job.profiling);
   const std::vector<std::pair<const char*, bool>> not_built = {
-      {"metrics.enable_tensorboard", job.metrics.enable_tensorboard},
       {"profiling.enable_memory_snapshot", job.profiling.enable_memory_snapshot},
-      {"validation.enable", job.validation.enable},
   };
   for (const auto& [key, set] : not_built) {
     if (set) {
@@ -104,6 +109,11 @@ void check_trainable(const config::JobConfig& job, const distributed::ParallelDi
   check_expert_parallel(job.parallelism, dims, *model);
   distributed::check_tensor_parallel(*model, dims.tp, job.training.seq_len,
                                      !job.parallelism.disable_sequence_parallel);
+  if (job.validation.enable) {
+    distributed::check_tensor_parallel(*model, dims.tp, job.validation.seq_len,
+                                       !job.parallelism.disable_sequence_parallel,
+                                       "validation.seq_len");
+  }
   const auto pieces = distributed::all_pieces(job, dims, splitter(job));
   for (const auto& piece : pieces) {
     try {
@@ -119,6 +129,20 @@ void check_trainable(const config::JobConfig& job, const distributed::ParallelDi
 int metrics_rank(const config::JobConfig& job, const distributed::ParallelDims& dims) {
   return distributed::metrics_rank(job, dims, splitter(job));
 }
+
+namespace {
+
+// <dump_folder>/<save_tb_folder>/<YYYYmmdd-HHMM> at the start, in local time, as TorchTitan.
+std::string tensorboard_folder(const config::JobConfig& job) {
+  const std::time_t now = std::time(nullptr);
+  std::tm local{};
+  localtime_r(&now, &local);
+  char stamp[32];
+  std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M", &local);
+  return job.job.dump_folder + "/" + job.metrics.save_tb_folder + "/" + stamp;
+}
+
+}  // namespace
 
 Trainer::Trainer(config::JobConfig job, distributed::WorldInfo world)
     : job_(std::move(job)),
@@ -139,7 +163,8 @@ Trainer::Trainer(config::JobConfig job, distributed::WorldInfo world)
       components::checkpoint::ModelIdentity{job_.model.name, job_.model.flavor});
   bool writes_metrics = world_->info().rank == metrics_rank(job_, dims_);
   metrics_ = std::make_unique<components::MetricsLogger>(
-      writes_metrics ? job_.job.dump_folder + "/metrics.jsonl" : "");
+      writes_metrics ? job_.job.dump_folder + "/metrics.jsonl" : "",
+      writes_metrics && job_.metrics.enable_tensorboard ? tensorboard_folder(job_) : "");
   profiler_ = std::make_unique<tools::Profiler>(
       job_.profiling, job_.job.dump_folder + "/" + job_.profiling.save_traces_folder,
       world_->info().rank, device_.is_cuda());
@@ -187,9 +212,7 @@ void Trainer::setup_model() {
     parts.push_back(&part);
   }
   forward_backward_->attach(parts);
-  std::vector<models::CausalLM*> models;
-  for (auto* part : parts) models.push_back(&part->model());
-  load_balancer_ = std::make_unique<components::ExpertLoadBalancer>(models, mesh_);
+  load_balancer_ = std::make_unique<components::ExpertLoadBalancer>(local_models(), mesh_);
   compute_dtype_ = model_parts_.front()->compute_dtype();
   log::info("Compute dtype {}, gradient reduction float32, activation checkpointing '{}'",
             compute_dtype_ == torch::kBFloat16 ? "bfloat16" : "float32",
@@ -202,6 +225,12 @@ void Trainer::setup_model() {
             platform::peak_tensor_bytes() / kGiB, platform::peak_rss_bytes() / kGiB,
             param_bytes / kGiB);
   platform::reset_peak_tensor_bytes();
+}
+
+std::vector<models::CausalLM*> Trainer::local_models() const {
+  std::vector<models::CausalLM*> out;
+  for (const auto& part : model_parts_) out.push_back(&part->model());
+  return out;
 }
 
 void Trainer::follow_free_cores(models::CausalLM& model) {
@@ -235,6 +264,11 @@ void Trainer::setup_data() {
   local_tokens_per_step_ =
       data_->accumulation_steps() * job_.training.local_batch_size * job_.training.seq_len;
   global_tokens_per_step_ = local_tokens_per_step_ * dims_.dp();
+  if (job_.validation.enable) {
+    validator_ = std::make_unique<components::Validator>(
+        job_, dims_, dims_.dp_rank(world_->info().rank), world_->info().local_rank, *tokenizer_,
+        mesh_["loss"]);
+  }
 }
 
 void Trainer::log_header() {
@@ -324,9 +358,15 @@ Trainer::StepResult Trainer::train_step(int64_t step) {
   r.grad_norm = grad_norm();
   load_balancer_->step();
   optimizer_->step(scheduler_->lr_at(step), clip_scale(r.grad_norm));
+  auto& loss_group = *mesh_["loss"];
   auto loss_t = torch::tensor({local_loss}, torch::kDouble);
-  mesh_["loss"]->all_reduce_(loss_t, distributed::ReduceOp::Sum, "loss all-reduce");
+  auto max_t = loss_t.clone();
+  loss_group.all_reduce_(loss_t, distributed::ReduceOp::Sum, "loss all-reduce");
+  // Each of the loss group's ranks holds the same number of tokens: its own mean loss is its
+  // share of the global mean times the group's size (TorchTitan's global_max_loss).
+  loss_group.all_reduce_(max_t, distributed::ReduceOp::Max, "max loss all-reduce");
   r.loss = forward_backward_->sum_over_stages(loss_t.item<double>());
+  r.max_loss = forward_backward_->sum_over_stages(max_t.item<double>() * loss_group.size());
   if (!std::isfinite(r.loss)) {
     throw Error(fmt::format("loss is {} at step {}; lower optimizer.lr or check the data",
                             r.loss, step));
@@ -341,9 +381,12 @@ void Trainer::record_memory(components::StepMetrics& m) {
   m.max_reserved_gib = static_cast<double>(peaks.max_reserved) / kGiB;
   m.num_alloc_retries = peaks.alloc_retries;
   m.num_ooms = peaks.ooms;
+  const double capacity_gib =
+      static_cast<double>(platform::device_capacity_bytes(device_)) / kGiB;
+  m.max_active_pct = 100.0 * m.max_active_gib / capacity_gib;
+  m.max_reserved_pct = 100.0 * m.max_reserved_gib / capacity_gib;
   m.memory_gib = device_.is_cpu() ? m.max_active_gib : m.max_reserved_gib;
-  m.memory_pct = 100.0 * m.memory_gib * kGiB /
-                 static_cast<double>(platform::device_capacity_bytes(device_));
+  m.memory_pct = device_.is_cpu() ? m.max_active_pct : m.max_reserved_pct;
   platform::reset_memory_peaks(device_);
 }
 
@@ -473,18 +516,27 @@ void Trainer::train() {
     }
     if (step == first) log_state_memory();
     if (checkpoint_->should_save(step, t.steps)) save_checkpoint(step, step == t.steps);
+    std::optional<components::ValidationResult> validation;
+    if (validator_ && validator_->should_validate(step)) {
+      validation = validator_->validate(*forward_backward_, local_models(), device_);
+      // The step times are the training's.
+      window_start += std::chrono::duration_cast<Clock::duration>(
+          std::chrono::duration<double>(validation->seconds));
+    }
     window_data += r.data_time_s;
     for (auto& part : model_parts_) {
       window_all_to_all += part->take_all_to_all_seconds();
       window_fsdp_wait += part->take_fsdp_wait_seconds();
     }
     ++window_steps;
-    bool log_now = step == first || step % job_.metrics.log_freq == 0 || step == t.steps;
+    bool log_now = step == first || step % job_.metrics.log_freq == 0 || step == t.steps ||
+                   validation.has_value();
     if (!log_now) continue;
     double elapsed = seconds_since(window_start);
     components::StepMetrics m;
     m.step = step;
     m.loss = r.loss;
+    m.max_loss = r.max_loss;
     m.grad_norm = r.grad_norm;
     m.lr = scheduler_->lr_at(step);
     m.step_time_s = elapsed / static_cast<double>(window_steps);
@@ -503,6 +555,10 @@ void Trainer::train() {
     if (dims_.ep_enabled()) m.all_to_all_s = window_all_to_all / static_cast<double>(window_steps);
     if (dims_.fsdp_enabled() || dims_.dp_replicate_enabled()) {
       m.fsdp_wait_s = window_fsdp_wait / static_cast<double>(window_steps);
+    }
+    if (validation) {
+      m.validation_loss = validation->loss;
+      m.validation_tps = validation->tps;
     }
     metrics_->record(m);
     window_start = Clock::now();

@@ -25,9 +25,12 @@
 #include "titan/tools/profiler.h"
 #include "titan/train/train_spec.h"
 
-namespace titan::components::data {
+namespace titan::components {
+class Validator;
+namespace data {
 class DataLoader;
 }
+}  // namespace titan::components
 
 namespace titan::train {
 
@@ -62,6 +65,7 @@ class Trainer {
  private:
   struct StepResult {
     double loss = 0;       // global mean loss of the step
+    double max_loss = 0;   // the largest of the data (and context) ranks' mean losses
     double grad_norm = 0;  // before clipping
     double data_time_s = 0;
   };
@@ -102,6 +106,8 @@ class Trainer {
   /// The factor gradient clipping (training.max_norm) multiplies the gradients by at `norm`.
   double clip_scale(double norm) const;
   void write_manifest();
+  /// The models of this rank's parts, in order.
+  std::vector<models::CausalLM*> local_models() const;
 
   config::JobConfig job_;
   platform::ThreadGovernor threads_;
@@ -119,6 +125,7 @@ class Trainer {
   std::unique_ptr<components::LrScheduler> scheduler_;
   std::unique_ptr<components::ExpertLoadBalancer> load_balancer_;  // MoE layers' expert biases
   std::unique_ptr<components::MetricsLogger> metrics_;
+  std::unique_ptr<components::Validator> validator_;  // with validation.enable
   std::unique_ptr<tools::Profiler> profiler_;
   std::unique_ptr<components::checkpoint::CheckpointManager> checkpoint_;
   int64_t flops_per_token_ = 0;

@@ -41,7 +41,7 @@ TEST(MetricsJsonl, UnknownMfuIsNullAndMemoryPeaksAreRecorded) {
   m.max_reserved_gib = 2.5;
   m.num_alloc_retries = 3;
   {
-    MetricsLogger logger(path.string());
+    MetricsLogger logger(path.string(), "");
     logger.record(m);
     m.mfu = 40.0;
     logger.record(m);

@@ -223,6 +223,15 @@ void check_coverage(const Schedule& s) {
   for (int stage = 0; stage < s.num_stages; ++stage) {
     for (int mb = 0; mb < s.microbatches; ++mb) {
       auto has = [&](Op op) { return count.count({op, stage, mb}) > 0; };
+      if (s.forward_only) {
+        if (!has(Op::Forward) || has(Op::Backward) || has(Op::BackwardInput) ||
+            has(Op::BackwardWeight)) {
+          throw std::logic_error(fmt::format("stage {} microbatch {} is not run exactly once "
+                                             "forward and never backward (an evaluation)",
+                                             stage, mb));
+        }
+        continue;
+      }
       const bool split = has(Op::BackwardInput) && has(Op::BackwardWeight);
       if (!has(Op::Forward) || split == has(Op::Backward) ||
           (!split && (has(Op::BackwardInput) || has(Op::BackwardWeight)))) {
@@ -323,6 +332,20 @@ Schedule build_schedule(ScheduleKind kind, int pp, int stages_per_rank, int micr
       case ScheduleKind::ZBVZeroBubble: s.actions.push_back(zbv_rank(r, pp, microbatches)); break;
     }
   }
+  return s;
+}
+
+Schedule build_eval_schedule(const Schedule& train, int microbatches) {
+  Schedule s{train.kind, train.pp, train.num_stages, microbatches, {}, /*forward_only=*/true};
+  for (int r = 0; r < s.pp; ++r) {
+    s.actions.emplace_back();
+    for (int stage : train.stages_of_rank(r)) {
+      for (int mb = 0; mb < microbatches; ++mb) {
+        s.actions.back().push_back({Op::Forward, stage, mb});
+      }
+    }
+  }
+  check_schedule(s);
   return s;
 }
 

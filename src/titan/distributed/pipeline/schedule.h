@@ -65,6 +65,7 @@ struct Schedule {
   int num_stages = 1;  // all stages, pp x stages per rank
   int microbatches = 1;
   std::vector<std::vector<Action>> actions;  // [pp rank] -> its actions in execution order
+  bool forward_only = false;                 // an evaluation: forwards and no backward
 
   /// The pp rank holding `stage` (loop placement, or V for ZBVZeroBubble).
   int rank_of_stage(int stage) const;
@@ -83,9 +84,15 @@ struct Schedule {
 /// microbatches not a multiple of its rounds (max(1, microbatches / pp)).
 Schedule build_schedule(ScheduleKind kind, int pp, int stages_per_rank, int microbatches);
 
+/// The evaluation schedule of `train`'s stage placement (torch.distributed.pipelining's eval):
+/// each rank runs the forwards of its stages, lowest stage first, each over `microbatches`
+/// microbatches in order. A stage needs only the stage below, which its rank (or a lower one)
+/// runs first, so it cannot deadlock (checked).
+Schedule build_eval_schedule(const Schedule& train, int microbatches);
+
 /// Checks that `schedule` runs to completion with sends that never block and receives that
 /// block until their data arrives, every stage on its rank: each (stage, microbatch) forward
-/// and backward exactly once (I and W, or B), a forward after the previous stage's forward of
+/// and backward exactly once (I and W, or B; forward_only: no backward), a forward after the previous stage's forward of
 /// its microbatch, a backward after its own forward and the next stage's backward, a W after
 /// its I. Throws std::logic_error naming the blocked actions of every rank on a deadlock, or
 /// the first action run out of order or missing.

@@ -91,7 +91,7 @@ void ScheduleRunner::attach(std::vector<ModelPart*> parts) {
 }
 
 int ScheduleRunner::tag(Flow flow, int stage, int microbatch, int part) const {
-  const int slot = stage * plan_.schedule.microbatches + microbatch;
+  const int slot = stage * walking_->microbatches + microbatch;
   return ((slot * 2) + static_cast<int>(flow)) * 2 + part;
 }
 
@@ -146,23 +146,48 @@ void ScheduleRunner::deliver(Flow flow, int to_stage, const Action& action,
 
 double ScheduleRunner::run(const torch::Tensor& input, const torch::Tensor& labels,
                            double loss_divisor) {
+  const auto start = Clock::now();
+  const double loss = walk(plan_.schedule, input, labels, loss_divisor);
+  run_seconds_ += seconds_since(start);
+  ++batches_;
+  return loss;
+}
+
+double ScheduleRunner::evaluate(const torch::Tensor& input, const torch::Tensor& labels) {
+  torch::NoGradGuard no_grad;
+  const int microbatches = static_cast<int>(input.size(0) / plan_.microbatch_size);
+  auto it = eval_schedules_.find(microbatches);
+  if (it == eval_schedules_.end()) {
+    it = eval_schedules_.emplace(microbatches, build_eval_schedule(plan_.schedule, microbatches))
+             .first;
+  }
+  const double waited = wait_seconds_;  // summary() is about the training batches
+  const double loss = walk(it->second, input, labels, 1.0);
+  wait_seconds_ = waited;
+  return loss;
+}
+
+double ScheduleRunner::walk(const Schedule& schedule, const torch::Tensor& input,
+                            const torch::Tensor& labels, double loss_divisor) {
   const auto inputs = input.split(plan_.microbatch_size);  // [mb_size, S] each
   const auto targets = labels.split(plan_.microbatch_size);
-  if (static_cast<int>(inputs.size()) != plan_.schedule.microbatches) {
+  if (static_cast<int>(inputs.size()) != schedule.microbatches) {
     throw std::logic_error(fmt::format("a local batch of {} sequences is not the {} microbatches "
                                        "of {} the pipeline schedule was built for",
-                                       input.size(0), plan_.schedule.microbatches,
+                                       input.size(0), schedule.microbatches,
                                        plan_.microbatch_size));
   }
-  const auto start = Clock::now();
+  walking_ = &schedule;
   double loss = 0;
-  for (const Action& a : plan_.schedule.actions.at(rank_)) {
+  for (const Action& a : schedule.actions.at(rank_)) {
     auto& stage = *stages_.at(a.stage);
     const size_t mb = static_cast<size_t>(a.microbatch);
     switch (a.op) {
       case Op::Forward: {
         auto x = stage.is_first() ? inputs[mb] : receive(Flow::Activation, a, input);
-        auto out = stage.forward(a.microbatch, x, targets[mb], loss_divisor);
+        auto out = schedule.forward_only
+                       ? stage.evaluate(x, targets[mb])
+                       : stage.forward(a.microbatch, x, targets[mb], loss_divisor);
         if (stage.is_last()) {
           loss += out.item<double>();
         } else {
@@ -184,8 +209,7 @@ double ScheduleRunner::run(const torch::Tensor& input, const torch::Tensor& labe
   for (auto& [group, send] : sends_) group->finish(send);
   sends_.clear();
   wait_seconds_ += seconds_since(sends_start);
-  run_seconds_ += seconds_since(start);
-  ++batches_;
+  walking_ = &plan_.schedule;
   return loss;
 }
 

@@ -38,6 +38,9 @@ class ScheduleRunner : public ForwardBackward {
   /// microbatches; returns the summed loss of its last-stage microbatches (else 0).
   double run(const torch::Tensor& input, const torch::Tensor& labels,
              double loss_divisor) override;
+  /// The evaluation schedule (build_eval_schedule) over the local batch [B, S] cut into
+  /// microbatches of the training's size; returns the last stage's summed loss (else 0).
+  double evaluate(const torch::Tensor& input, const torch::Tensor& labels) override;
   double sum_over_stages(double value) override;
   /// Time this rank waited for its peers (receives and the batch's last sends) against the
   /// time it spent in run(), next to the schedule's simulated bubble.
@@ -45,6 +48,11 @@ class ScheduleRunner : public ForwardBackward {
 
  private:
   enum class Flow { Activation = 0, Gradient = 1 };
+
+  /// Walks this rank's actions of `schedule` over `input` and `labels` cut into its
+  /// microbatches; returns the summed loss of its last-stage microbatches.
+  double walk(const Schedule& schedule, const torch::Tensor& input, const torch::Tensor& labels,
+              double loss_divisor);
 
   torch::Tensor receive(Flow flow, const Action& action, const torch::Tensor& like);
   void deliver(Flow flow, int to_stage, const Action& action, const torch::Tensor& t);
@@ -55,6 +63,8 @@ class ScheduleRunner : public ForwardBackward {
   std::string describe(Flow flow, const Action& action, bool sending, int peer) const;
 
   PipelinePlan plan_;
+  const Schedule* walking_ = &plan_.schedule;  // the schedule walk() runs (its tags)
+  std::map<int, Schedule> eval_schedules_;      // by microbatch count
   std::shared_ptr<ProcessGroup> group_;
   int rank_;  // in the pipeline
   std::map<Channel, std::shared_ptr<ProcessGroup>> channels_;  // those this rank is on

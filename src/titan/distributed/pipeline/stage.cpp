@@ -29,6 +29,10 @@ torch::Tensor PipelineStage::forward(int mb, const torch::Tensor& input,
   return f.output;
 }
 
+torch::Tensor PipelineStage::evaluate(const torch::Tensor& input, const torch::Tensor& labels) {
+  return is_last() ? part_.forward_loss_sum(input, labels) : part_.model().forward(input);
+}
+
 torch::Tensor PipelineStage::backward(int mb, const torch::Tensor& output_grad, bool weights_too) {
   auto& f = in_flight(mb, weights_too ? "backward" : "input backward");
   std::vector<torch::Tensor> grads;

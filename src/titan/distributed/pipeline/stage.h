@@ -32,6 +32,9 @@ class PipelineStage {
   /// `loss_divisor` (a scalar).
   torch::Tensor forward(int mb, const torch::Tensor& input, const torch::Tensor& labels,
                         double loss_divisor);
+  /// An evaluation's forward (no gradients, nothing kept): the output to send on, or on the
+  /// last stage the summed cross-entropy against labels.
+  torch::Tensor evaluate(const torch::Tensor& input, const torch::Tensor& labels);
   /// B (`weights_too`) or I of microbatch `mb` from the gradient of its output (undefined on
   /// the last stage). Returns the gradient of its input, undefined on the first stage (whose
   /// I is empty: its W runs the whole backward).

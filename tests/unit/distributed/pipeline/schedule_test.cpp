@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <map>
 #include <stdexcept>
 #include <tuple>
@@ -186,6 +187,30 @@ TEST(PipelineSchedule, TheCheckerCatchesDeadlocksOrderAndMissingWork) {
     if (a == Action{Op::BackwardInput, 3, 0}) a.op = Op::BackwardWeight;
   }
   EXPECT_THROW(check_schedule(zbv), std::logic_error);
+}
+
+// Validation's schedule: forwards only, each rank's stages lowest first, for any microbatch
+// count (the validation batch need not be the training's); the checker refuses a backward in it
+// and a deadlocked order.
+TEST(PipelineEvalSchedule, ForwardsOnlyInDependencyOrderOnEveryPlacement) {
+  for (const auto& s : supported_shapes()) {
+    const auto train = build_schedule(s.kind, s.pp, s.stages_per_rank, s.microbatches);
+    for (int microbatches : {1, 3, 8}) {
+      const auto eval = build_eval_schedule(train, microbatches);  // checks it
+      for (int r = 0; r < s.pp; ++r) {
+        ASSERT_EQ(eval.actions[r].size(), train.stages_of_rank(r).size() * microbatches);
+        for (const auto& a : eval.actions[r]) EXPECT_EQ(a.op, Op::Forward) << a.str();
+      }
+    }
+  }
+  auto v = build_eval_schedule(build_schedule(ScheduleKind::ZBVZeroBubble, 2, 2, 4), 2);
+  EXPECT_EQ(strings(v.actions[0]), (std::vector<std::string>{"0F0", "0F1", "3F0", "3F1"}));
+  auto backward = v;
+  backward.actions[0].push_back({Op::Backward, 3, 0});
+  EXPECT_THROW(check_schedule(backward), std::logic_error);
+  auto deadlock = v;  // rank 0 runs stage 3 first, which needs rank 1's stage 2, which needs 0
+  std::reverse(deadlock.actions[0].begin(), deadlock.actions[0].end());
+  EXPECT_THROW(check_schedule(deadlock), std::logic_error);
 }
 
 TEST(PipelineSchedule, RefusesShapesItCannotRun) {
