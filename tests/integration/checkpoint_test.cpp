@@ -1,4 +1,4 @@
-// Checkpoints in real training runs: stopping at step 10 and resuming gives exactly the
+// Checkpoints in real training runs: stopping at step 4 of 8 and resuming gives exactly the
 // per-step losses of an uninterrupted run (1 rank and FSDP 2, synchronous and async saves), and
 // a checkpoint written under FSDP 4 resumes under 1 rank and FSDP 2 following the FSDP 4 run,
 // and tensor- and pipeline-parallel checkpoints do the same.
@@ -15,11 +15,16 @@ namespace {
 using testing::train;
 using testing::TrainRun;
 
-// Constant learning rate, so that a run of 10 steps and a run of 20 agree on every step's lr.
+// Runs stop at step kStop and resume to kSteps (a checkpoint every kStop / 2 steps: the resume
+// takes the latest of two). Constant learning rate, so that the stopped run and the whole run
+// agree on every step's lr.
+constexpr int kStop = 4;
+constexpr int kSteps = 8;
 const std::string kCommon =
     "--module llama3 --config llama3_debugmodel --training.seq_len 64 "
     "--training.global_batch_size 8 --lr_scheduler.warmup_steps 0 "
-    "--lr_scheduler.decay_ratio 0 --checkpoint.interval 5 ";
+    "--lr_scheduler.decay_ratio 0 --checkpoint.interval 2 ";
+const std::string kWhole = " --training.steps " + std::to_string(kSteps);
 
 TrainRun run_in(const std::filesystem::path& dump, const std::string& env,
                 const std::string& args) {
@@ -35,21 +40,22 @@ TrainRun run_in(const std::filesystem::path& dump, const std::string& env,
   return r;
 }
 
-// 10 steps, then a second start that resumes and trains to 20, in one dump folder.
+// kStop steps, then a second start that resumes and trains to kSteps, in one dump folder.
 TrainRun stop_and_resume(const std::string& first_env, const std::string& second_env,
                          const std::string& first_args, const std::string& second_args) {
   auto dump = testing::make_temp_dir("titan_resume");
-  run_in(dump, first_env, first_args + " --training.steps 10 --checkpoint.enable");
-  EXPECT_TRUE(std::filesystem::exists(dump / "checkpoint" / "step-10"));
-  auto resumed = run_in(dump, second_env, second_args + " --training.steps 20 --checkpoint.enable");
+  run_in(dump, first_env,
+         first_args + " --training.steps " + std::to_string(kStop) + " --checkpoint.enable");
+  EXPECT_TRUE(std::filesystem::exists(dump / "checkpoint" / ("step-" + std::to_string(kStop))));
+  auto resumed = run_in(dump, second_env, second_args + kWhole + " --checkpoint.enable");
   EXPECT_NE(resumed.command.output.find("Resumed from"), std::string::npos)
       << resumed.command.output;
   return resumed;
 }
 
-// Both runs logged 20 steps; losses and gradient norms equal within `rtol` (0: bit-equal).
+// Both runs logged kSteps steps; losses and gradient norms equal within `rtol` (0: bit-equal).
 void expect_resumed_curves(const TrainRun& ref, const TrainRun& got, double rtol) {
-  ASSERT_EQ(ref.records.size(), 20u);
+  ASSERT_EQ(ref.records.size(), static_cast<size_t>(kSteps));
   testing::expect_same_curves(ref, got, rtol, "resumed run");
 }
 
@@ -59,7 +65,7 @@ TEST(CheckpointResume, BitExactOnOneRankAndFsdp2SyncAndAsync) {
                                      std::pair<std::string, std::string>{"NGPU=2", "4"}}) {
       std::string args = "--training.local_batch_size " + batch + " --checkpoint.async_mode " + async;
       auto straight = run_in(testing::make_temp_dir("titan_straight"), env,
-                             args + " --training.steps 20");
+                             args + kWhole);
       auto resumed = stop_and_resume(env, env, args, args);
       SCOPED_TRACE(env + " async_mode " + async);
       expect_resumed_curves(straight, resumed, 0.0);
@@ -69,7 +75,7 @@ TEST(CheckpointResume, BitExactOnOneRankAndFsdp2SyncAndAsync) {
 
 TEST(CheckpointResume, Fsdp4CheckpointResumesUnderOtherLayouts) {
   auto fsdp4 = run_in(testing::make_temp_dir("titan_fsdp4"), "NGPU=4",
-                      "--training.local_batch_size 2 --training.steps 20");
+                      "--training.local_batch_size 2" + kWhole);
   auto on_one = stop_and_resume("NGPU=4", "NGPU=1", "--training.local_batch_size 2",
                                 "--training.local_batch_size 8");
   expect_resumed_curves(fsdp4, on_one, 1e-5);
@@ -84,7 +90,7 @@ TEST(CheckpointResume, Fsdp4CheckpointResumesUnderOtherLayouts) {
 TEST(CheckpointResume, TensorParallelCheckpointsResumeUnderAnyLayout) {
   const std::string tp2 = "--training.local_batch_size 4 --parallelism.tensor_parallel_degree 2";
   auto straight = run_in(testing::make_temp_dir("titan_tp_straight"), "NGPU=4",
-                         tp2 + " --training.steps 20");
+                         tp2 + kWhole);
   expect_resumed_curves(straight, stop_and_resume("NGPU=4", "NGPU=4", tp2, tp2), 0.0);
   expect_resumed_curves(straight,
                 stop_and_resume("NGPU=4", "NGPU=1", tp2, "--training.local_batch_size 8"), 1e-5);
@@ -103,7 +109,7 @@ TEST(CheckpointResume, TensorParallelCheckpointsResumeUnderAnyLayout) {
 TEST(CheckpointResume, PipelineCheckpointsResumeUnderAnyLayout) {
   const std::string pp2 = "--training.local_batch_size 4 --parallelism.pipeline_parallel_degree 2";
   auto straight = run_in(testing::make_temp_dir("titan_pp_straight"), "NGPU=4",
-                         pp2 + " --training.steps 20");
+                         pp2 + kWhole);
   expect_resumed_curves(straight, stop_and_resume("NGPU=4", "NGPU=4", pp2, pp2), 0.0);
   for (const auto& [env, args] :
        {std::pair<std::string, std::string>{"NGPU=1", "--training.local_batch_size 8"},
@@ -111,12 +117,12 @@ TEST(CheckpointResume, PipelineCheckpointsResumeUnderAnyLayout) {
     SCOPED_TRACE(env + " " + args);
     auto resumed = stop_and_resume("NGPU=4", env, pp2, args);
     expect_resumed_curves(straight, resumed, 1e-5);
-    const double first = straight.records[10]["loss"].get<double>();
-    EXPECT_NEAR(resumed.records[10]["loss"].get<double>(), first, 1e-6 * first);
+    const double first = straight.records[kStop]["loss"].get<double>();
+    EXPECT_NEAR(resumed.records[kStop]["loss"].get<double>(), first, 1e-6 * first);
   }
   const std::string fsdp2 = "--training.local_batch_size 4";
   auto fsdp = run_in(testing::make_temp_dir("titan_fsdp_straight"), "NGPU=2",
-                     fsdp2 + " --training.steps 20");
+                     fsdp2 + kWhole);
   expect_resumed_curves(fsdp,
                         stop_and_resume("NGPU=2", "NGPU=2", fsdp2,
                                         "--training.local_batch_size 8 "

@@ -1,5 +1,5 @@
 // FSDP is the baseline every other layout is validated against, so it must be exact: the
-// llama3 debug model, fp32, the same data and global batch of 8 sequences, 20 steps, trained
+// llama3 debug model, fp32, the same data and global batch of 8 sequences, 10 steps, trained
 // as 1 rank, FSDP 2, FSDP 4, HSDP 2x2, DDP 4 and 1 rank with 4 accumulation steps gives the
 // same per-step losses and gradient norms within 1e-4 relative; resharding after forward or
 // not, and activation checkpointing (full, every 2nd block, op-level), give the same losses and
@@ -22,7 +22,7 @@ const std::string kCommon =
     "--module llama3 --config llama3_debugmodel --training.seq_len 64 "
     "--training.global_batch_size 8 --lr_scheduler.warmup_steps 2 ";
 
-TrainRun run(const std::string& env, const std::string& args, int steps = 20) {
+TrainRun run(const std::string& env, const std::string& args, int steps = 10) {
   auto r = train(env, kCommon + "--training.steps " + std::to_string(steps) + " " + args);
   EXPECT_EQ(r.command.exit_code, 0) << r.command.output;
   EXPECT_EQ(static_cast<int>(r.records.size()), steps) << r.command.output;
@@ -72,8 +72,8 @@ TEST(Fsdp, ReshardAfterForwardAndCheckpointingKeepLosses) {
 
 TEST(Fsdp, Bf16ParametersTrackFp32) {
   const std::string fsdp2 = "--training.local_batch_size 4 ";
-  auto fp32 = run("NGPU=2", fsdp2, 50);
-  auto bf16 = run("NGPU=2", fsdp2 + "--training.mixed_precision_param bfloat16", 50);
+  auto fp32 = run("NGPU=2", fsdp2, 30);
+  auto bf16 = run("NGPU=2", fsdp2 + "--training.mixed_precision_param bfloat16", 30);
   double a = fp32.losses().back(), b = bf16.losses().back();
   EXPECT_NEAR(b, a, 0.02 * a) << "fp32 " << a << " vs bf16 " << b;
   // bf16 must really be used: rounding to 8 mantissa bits moves the curve off fp32's.

@@ -19,7 +19,8 @@ using Scalars = std::map<std::string, std::vector<std::pair<int64_t, float>>>;
 
 Scalars read_scalars(const std::filesystem::path& run) {
   const std::string python = TITAN_PYTHON;
-  const std::string script = std::string(TITAN_SOURCE_DIR) + "/tests/support/tensorboard_scalars.py";
+  const std::string script =
+      std::string(TITAN_SOURCE_DIR) + "/tests/support/tensorboard_scalars.py";
   auto r = testing::run_command(python + " " + script + " " + run.string() + " 2>&1");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   Scalars out;
@@ -53,7 +54,9 @@ double expected(const std::string& tag, const nlohmann::json& r, double capacity
   if (tag == "time_metrics/data_loading(%)") {
     return 100.0 * r["data_time_s"].get<double>() / r["step_time_s"].get<double>();
   }
-  if (tag == "memory/max_active(%)") return 100.0 * r["max_active_gib"].get<double>() / capacity_gib;
+  if (tag == "memory/max_active(%)") {
+    return 100.0 * r["max_active_gib"].get<double>() / capacity_gib;
+  }
   if (tag == "memory/max_reserved(%)") {
     return 100.0 * r["max_reserved_gib"].get<double>() / capacity_gib;
   }

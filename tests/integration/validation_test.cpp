@@ -1,11 +1,11 @@
 // Validation ([validation]): a held-out loss (the State of the Union corpus) after steps 1 and
 // every freq, with the training's tokens per step held fixed (global batch 8 x seq 32, llama3
-// debug model, fp32) and the same global validation batch (4 x seq 32, 2 batches): FSDP 2 with
-// 1 and 4 accumulation steps, PP 2 (the evaluation schedule, 1F1B's and the V's stages), CP 2
-// and TP 2 log the same validation loss within 1e-6 (compile mode within 1e-5) (only summation orders differ; TorchTitan #1759 scaled it by
-// the accumulation steps). At learning rate 0 a validation of the step's own batch equals its
-// training loss, and a MoE model's validation counts no expert load (its routing biases train
-// as without validation).
+// debug model, fp32) and the same global validation batch (4 x seq 32, 2 batches). FSDP 2 with
+// 1 and 4 accumulation steps, PP 2 (the evaluation schedule over 1F1B's and the V's stages),
+// CP 2 and TP 2 log the same validation loss within 1e-6, compile mode within 1e-5: only
+// summation orders differ (TorchTitan #1759 scaled it by the accumulation steps). At learning
+// rate 0 a validation of the step's own batch equals its training loss, and a MoE model's
+// validation counts no expert load (its routing biases train as without validation).
 #include <gtest/gtest.h>
 
 #include <fstream>

@@ -1,4 +1,5 @@
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
 
 #include "titan/cli/commands.h"
@@ -58,6 +59,10 @@ int launch_command(const Args& all_args) {
     if (!std::getenv("LOG_RANK")) options.log_rank = std::to_string(train::metrics_rank(job, dims));
   }
   options.dump_folder = job.job.dump_folder;
+  if (worker == "train" && job.comm.trace_buf_size > 0) {
+    options.comm_traces_folder =
+        (std::filesystem::path(job.job.dump_folder) / job.comm.save_traces_folder).string();
+  }
   options.worker_args = {worker};
   options.worker_args.insert(options.worker_args.end(), args.begin(), args.end());
   return distributed::launch(options);

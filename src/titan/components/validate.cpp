@@ -19,6 +19,22 @@ data::DataLoaderOptions validation_options(const config::JobConfig& job, int64_t
   return options;
 }
 
+// The models in eval mode for its lifetime, back in train mode after.
+class EvalMode {
+ public:
+  explicit EvalMode(const std::vector<models::CausalLM*>& models) : models_(models) {
+    for (auto* m : models_) m->eval();
+  }
+  ~EvalMode() {
+    for (auto* m : models_) m->train();
+  }
+  EvalMode(const EvalMode&) = delete;
+  EvalMode& operator=(const EvalMode&) = delete;
+
+ private:
+  std::vector<models::CausalLM*> models_;
+};
+
 }  // namespace
 
 void check_validation(const config::JobConfig& job, const distributed::ParallelDims& dims) {
@@ -58,14 +74,13 @@ ValidationResult Validator::validate(distributed::ForwardBackward& forward,
                                      const std::vector<models::CausalLM*>& models,
                                      torch::Device device) {
   const auto start = platform::Clock::now();
-  for (auto* m : models) m->eval();
+  EvalMode eval(models);
   double loss_sum = 0;
   const int64_t global_batch = data_.layout().global_batch_size();
   for (int64_t s = 0; s < steps_; ++s) {
     auto batch = data_.get(s * global_batch, 0);
     loss_sum += forward.evaluate(batch.input.to(device), batch.label.to(device));
   }
-  for (auto* m : models) m->train();
   auto sum = torch::tensor({loss_sum}, torch::kDouble);
   loss_group_->all_reduce_(sum, distributed::ReduceOp::Sum, "validation loss all-reduce");
   const double tokens = static_cast<double>(steps_ * global_batch * data_.seq_len());

@@ -131,6 +131,8 @@ struct ValidationSection {
 struct CommSection {
   int64_t init_timeout_seconds = 300;
   int64_t train_timeout_seconds = 100;
+  int64_t trace_buf_size = 20000;  // the flight recorder's records per rank; 0: off
+  std::string save_traces_folder = "comm_traces";
 };
 
 /// The whole job config. Built by config::resolve(); defaults are TorchTitan's except where a

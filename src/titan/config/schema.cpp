@@ -329,6 +329,10 @@ std::vector<FieldSpec> build_schema() {
       // comm
       field("comm", "init_timeout_seconds", &C::comm, &CommSection::init_timeout_seconds,
             "Bound on rendezvous and the first collective (s)", {{}, 1.0}),
+      field("comm", "trace_buf_size", &C::comm, &CommSection::trace_buf_size,
+            "Collectives each rank's flight recorder keeps (0 = off)", {{}, 0.0}),
+      field("comm", "save_traces_folder", &C::comm, &CommSection::save_traces_folder,
+            "Flight recorder folder inside job.dump_folder"),
       field("comm", "train_timeout_seconds", &C::comm, &CommSection::train_timeout_seconds,
             "Bound on every collective during training (s)", {{}, 1.0}),
   };

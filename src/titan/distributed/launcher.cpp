@@ -9,14 +9,17 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <deque>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <thread>
 
+#include "titan/distributed/flight_recorder.h"
 #include "titan/errors.h"
 #include "titan/platform/cpu_threads.h"
 #include "titan/platform/device.h"
@@ -95,6 +98,30 @@ int exit_code_of(int status) {
   return 1;
 }
 
+// The flight recorder: asks the workers still running (global ranks first_rank + index) to
+// dump their comm traces into `folder` (SIGUSR1), and waits up to 5 s for the files.
+void collect_comm_traces(const std::vector<pid_t>& pids, int first_rank,
+                         const std::filesystem::path& folder) {
+  namespace fs = std::filesystem;
+  // File times tick coarsely: a dump just after the signal may read as a little older.
+  const auto asked = fs::file_time_type::clock::now() - std::chrono::seconds(1);
+  std::vector<fs::path> expected;
+  for (size_t i = 0; i < pids.size(); ++i) {
+    if (pids[i] <= 0) continue;
+    kill(pids[i], SIGUSR1);
+    expected.push_back(folder / fmt::format("rank_{}.json", first_rank + static_cast<int>(i)));
+  }
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  auto written = [&](const fs::path& p) {
+    std::error_code ec;
+    return fs::exists(p, ec) && fs::last_write_time(p, ec) >= asked;
+  };
+  while (std::chrono::steady_clock::now() < deadline &&
+         !std::all_of(expected.begin(), expected.end(), written)) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
 void stop_all(std::vector<pid_t>& pids) {
   for (pid_t p : pids) {
     if (p > 0) kill(p, SIGTERM);
@@ -152,6 +179,7 @@ LaunchOptions LaunchOptions::from_env() {
 }
 
 int launch(const LaunchOptions& o) {
+  const auto started = std::filesystem::file_time_type::clock::now();  // newer traces are ours
   int port = o.master_port ? o.master_port : free_local_port();
   struct sigaction sa {};
   sa.sa_handler = on_signal;
@@ -200,6 +228,8 @@ int launch(const LaunchOptions& o) {
     auto primary = std::find_if(failed.begin(), failed.end(),
                                 [](const auto& f) { return f.second != kPeerFailedExitCode; });
     if (primary == failed.end()) primary = failed.begin();
+    const int first_rank = o.node_rank * o.nproc_per_node;
+    if (!o.comm_traces_folder.empty()) collect_comm_traces(pids, first_rank, o.comm_traces_folder);
     stop_all(pids);
     int local = primary->first;
     int rank = o.node_rank * o.nproc_per_node + local;
@@ -207,6 +237,14 @@ int launch(const LaunchOptions& o) {
     std::cerr << fmt::format("titan launch: rank {} (local rank {}) exited with code {}; "
                              "stopped the other workers. Last lines of {}:\n{}",
                              rank, local, primary->second, log, tail_lines(log, 20));
+    if (!o.comm_traces_folder.empty()) {
+      const auto lines = explain_comm_traces(o.comm_traces_folder, started);
+      if (!lines.empty()) {
+        std::cerr << fmt::format("titan launch: the flight recorder's traces in {}:\n",
+                                 o.comm_traces_folder);
+        for (const auto& line : lines) std::cerr << "  " << line << "\n";
+      }
+    }
     return primary->second;
   }
   return 0;

@@ -20,6 +20,7 @@ struct LaunchOptions {
   int master_port = 0;            // from RDZV_ENDPOINT; 0 = pick a free local port
   std::string log_rank = "0";     // LOG_RANK: "0", "0,3" or "all"
   std::string dump_folder;        // where logs/rank_<r>.log are written
+  std::string comm_traces_folder;  // the flight recorder's (empty: none)
   std::vector<std::string> worker_args;  // argv of each worker after the program name
 
   int world_size() const { return nproc_per_node * nnodes; }
@@ -31,8 +32,10 @@ struct LaunchOptions {
 };
 
 /// Starts the workers (`/proc/self/exe` with `worker_args`) and waits. When one exits non-zero
-/// the others get SIGTERM (then SIGKILL after 5 s), the failing rank's last log lines are
-/// printed, and its exit code is returned; SIGINT/SIGTERM to the launcher reach every worker.
+/// the others are asked for their flight recorder's traces (SIGUSR1, when comm_traces_folder
+/// is set), get SIGTERM (then SIGKILL after 5 s), the failing rank's last log lines and what
+/// the traces say (explain_comm_traces) are printed, and its exit code is returned;
+/// SIGINT/SIGTERM to the launcher reach every worker.
 /// Returns 0 when all workers succeed.
 int launch(const LaunchOptions& options);
 

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <numeric>
 
+#include "titan/distributed/flight_recorder.h"
 #include "titan/errors.h"
 #include "titan/platform/clock.h"
 #include "titan/platform/env.h"
@@ -62,29 +63,42 @@ WorldInfo WorldInfo::from_env() {
 
 ProcessGroup::ProcessGroup(c10::intrusive_ptr<c10d::Backend> backend, std::vector<int> ranks,
                            std::string name, int global_rank, std::chrono::seconds timeout,
-                           torch::Device device)
+                           torch::Device device, std::shared_ptr<FlightRecorder> recorder)
     : backend_(std::move(backend)),
       ranks_(std::move(ranks)),
       name_(std::move(name)),
       global_rank_(global_rank),
       timeout_(timeout),
-      device_(device) {
+      device_(device),
+      recorder_(std::move(recorder)) {
   auto it = std::find(ranks_.begin(), ranks_.end(), global_rank_);
   TORCH_CHECK(it != ranks_.end(), "rank ", global_rank_, " is not in group ", name_);
   rank_ = static_cast<int>(it - ranks_.begin());
 }
 
-void ProcessGroup::wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& what) {
+void ProcessGroup::record(PendingWork& pending, const char* op, const torch::Tensor& t) {
+  if (recorder_) pending.record = recorder_->start(name_, ranks_, seq_++, op, pending.what, t);
+}
+
+void ProcessGroup::wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& what,
+                        int64_t record) {
   const auto start = platform::Clock::now();
+  if (recorder_) recorder_->waiting(record);
   try {
     work->wait(std::chrono::duration_cast<std::chrono::milliseconds>(timeout_));
     blocked_seconds_ += platform::seconds_since(start);
   } catch (const std::exception& e) {
-    throw CommError(
+    const auto error =
         fmt::format("rank {}: {} on group '{}' ({} ranks) failed or timed out "
                     "(comm.train_timeout_seconds = {}): {}",
-                    global_rank_, what, name_, size(), timeout_.count(), message_of(e)));
+                    global_rank_, what, name_, size(), timeout_.count(), message_of(e));
+    if (recorder_) {
+      recorder_->end(record, false);
+      recorder_->dump(error);
+    }
+    throw CommError(error);
   }
+  if (recorder_) recorder_->end(record, true);
 }
 
 torch::Tensor ProcessGroup::on_device(const torch::Tensor& t) const {
@@ -105,6 +119,7 @@ PendingWork ProcessGroup::start_all_reduce(const torch::Tensor& t, ReduceOp op,
   c10d::AllreduceOptions opts;
   opts.reduceOp = to_c10d(op);
   pending.work = backend_->allreduce(tensors, opts);
+  record(pending, "all_reduce", pending.buffer);
   return pending;
 }
 
@@ -114,7 +129,9 @@ void ProcessGroup::broadcast_(torch::Tensor& t, int root, const std::string& wha
   std::vector<torch::Tensor> tensors{buf};
   c10d::BroadcastOptions opts;
   opts.rootRank = root;
-  wait(backend_->broadcast(tensors, opts), what);
+  PendingWork pending{backend_->broadcast(tensors, opts), buf, t.device(), what};
+  record(pending, "broadcast", buf);
+  wait(pending.work, what, pending.record);
   if (!buf.is_same(t)) t.copy_(buf);
 }
 
@@ -131,6 +148,7 @@ PendingWork ProcessGroup::start_all_gather(const torch::Tensor& t, const std::st
   shape[0] *= size();
   PendingWork pending{nullptr, torch::empty(shape, in.options()), t.device(), what};
   pending.work = backend_->_allgather_base(pending.buffer, in);  // buffer: [size * n, ...]
+  record(pending, "all_gather", in);
   return pending;
 }
 
@@ -147,6 +165,7 @@ PendingWork ProcessGroup::start_reduce_scatter(const torch::Tensor& t, const std
   PendingWork pending{nullptr, torch::empty({t.numel() / size()}, in.options()), t.device(),
                       what};  // buffer: [n]
   pending.work = backend_->_reduce_scatter_base(pending.buffer, in);
+  record(pending, "reduce_scatter", in);
   return pending;
 }
 
@@ -176,6 +195,7 @@ PendingWork ProcessGroup::start_all_to_all(const torch::Tensor& t,
   PendingWork pending{nullptr, torch::empty(shape, in.options()), t.device(), what};
   auto out_sizes = out_splits, in_sizes = in_splits;  // out: [sum out_splits, ...]
   pending.work = backend_->alltoall_base(pending.buffer, in, out_sizes, in_sizes);
+  record(pending, "all_to_all", in);
   return pending;
 }
 
@@ -192,11 +212,12 @@ PendingWork ProcessGroup::send(const torch::Tensor& t, int dst, int tag, const s
   PendingWork pending{nullptr, on_device(t), t.device(), what};
   std::vector<torch::Tensor> tensors{pending.buffer};
   pending.work = backend_->send(tensors, dst, tag);
+  record(pending, "send", pending.buffer);
   return pending;
 }
 
 torch::Tensor ProcessGroup::finish(PendingWork& pending) {
-  if (pending.work) wait(pending.work, pending.what);
+  if (pending.work) wait(pending.work, pending.what, pending.record);
   auto result = pending.buffer.defined() ? pending.buffer.to(pending.home) : torch::Tensor();
   pending = PendingWork{};
   return result;
@@ -223,15 +244,21 @@ PendingWork ProcessGroup::post_recv(torch::Tensor buffer, torch::Device home, in
   PendingWork pending{nullptr, std::move(buffer), home, what};
   std::vector<torch::Tensor> tensors{pending.buffer};
   pending.work = backend_->recv(tensors, src, tag);
+  record(pending, "recv", pending.buffer);
   return pending;
 }
 
 World::World(WorldInfo info, CommTimeouts timeouts, c10::intrusive_ptr<c10d::Store> store,
-             torch::Device device)
-    : info_(std::move(info)), timeouts_(timeouts), store_(std::move(store)), device_(device) {}
+             torch::Device device, std::shared_ptr<FlightRecorder> recorder)
+    : info_(std::move(info)),
+      timeouts_(timeouts),
+      store_(std::move(store)),
+      device_(device),
+      recorder_(std::move(recorder)) {}
 
 std::shared_ptr<World> World::join(const WorldInfo& info, CommTimeouts timeouts,
-                                   torch::Device device) {
+                                   torch::Device device,
+                                   std::shared_ptr<FlightRecorder> recorder) {
   c10::intrusive_ptr<c10d::Store> store;
   if (info.world_size > 1) {
     c10d::TCPStoreOptions opts;
@@ -249,7 +276,7 @@ std::shared_ptr<World> World::join(const WorldInfo& info, CommTimeouts timeouts,
           info.rank, info.master_addr, info.master_port, timeouts.init.count(), e.what()));
     }
   }
-  std::shared_ptr<World> world(new World(info, timeouts, store, device));
+  std::shared_ptr<World> world(new World(info, timeouts, store, device, std::move(recorder)));
   std::vector<int> all(info.world_size);
   for (int r = 0; r < info.world_size; ++r) all[r] = r;
   world->global_ = world->new_group(all, "world");
@@ -300,7 +327,8 @@ std::shared_ptr<ProcessGroup> World::new_group(const std::vector<int>& ranks,
     backend = make_backend(prefixed, static_cast<int>(it - ranks.begin()),
                            static_cast<int>(ranks.size()));
   }
-  return std::make_shared<ProcessGroup>(backend, ranks, name, info_.rank, timeouts_.train, device_);
+  return std::make_shared<ProcessGroup>(backend, ranks, name, info_.rank, timeouts_.train, device_,
+                                        recorder_);
 }
 
 }  // namespace titan::distributed

@@ -15,6 +15,8 @@
 
 namespace titan::distributed {
 
+class FlightRecorder;  // flight_recorder.h
+
 /// Where this process sits, as torchrun describes it.
 struct WorldInfo {
   int rank = 0;
@@ -43,20 +45,23 @@ struct PendingWork {
   torch::Tensor buffer;  // a send's data (kept alive until done) or the result being received
   torch::Device home = torch::kCPU;  // where the caller's tensors live
   std::string what;
+  int64_t record = -1;  // its flight-recorder entry
 
   /// Started and not yet finished.
   bool active() const { return work || buffer.defined(); }
 };
 
 /// A group of ranks. Collectives block until done and throw CommError naming this rank, the
-/// group and the operation `what` when the peer ranks fail or the train timeout passes. They
+/// group and the operation `what` when the peer ranks fail or the train timeout passes (and
+/// the flight recorder, when there is one, records each and dumps on that error). They
 /// take tensors on any device and return results on the input's device; the data moves on the
 /// group's device (the CPU for Gloo, the rank's GPU for NCCL).
 class ProcessGroup {
  public:
   ProcessGroup(c10::intrusive_ptr<c10d::Backend> backend, std::vector<int> ranks,
                std::string name, int global_rank, std::chrono::seconds timeout,
-               torch::Device device = torch::kCPU);
+               torch::Device device = torch::kCPU,
+               std::shared_ptr<FlightRecorder> recorder = nullptr);
 
   /// Rank within this group, 0-based.
   int rank() const { return rank_; }
@@ -111,7 +116,10 @@ class ProcessGroup {
   double take_blocked_seconds() { return std::exchange(blocked_seconds_, 0.0); }
 
  private:
-  void wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& what);
+  /// Waits for `work` (flight-recorder entry `record`) within the train timeout.
+  void wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& what, int64_t record);
+  /// Records `op` on `t`, just started for `pending`, in the flight recorder.
+  void record(PendingWork& pending, const char* op, const torch::Tensor& t);
   /// Posts a receive into `buffer` (contiguous, on the group's device); finish() returns it on
   /// `home`.
   PendingWork post_recv(torch::Tensor buffer, torch::Device home, int src, int tag,
@@ -126,6 +134,8 @@ class ProcessGroup {
   int rank_;
   std::chrono::seconds timeout_;
   torch::Device device_;
+  std::shared_ptr<FlightRecorder> recorder_;  // null: none
+  int64_t seq_ = 0;  // operations recorded on this group
   double blocked_seconds_ = 0;
 };
 
@@ -135,8 +145,10 @@ class World {
   /// Rendezvous at info.master_addr:master_port (global rank 0 hosts the TCPStore) and create
   /// the global group; its groups communicate with NCCL when `device` is a GPU, else Gloo.
   /// Throws CommError naming the endpoint and the timeout on failure.
+  /// Every group records its operations in `recorder` when given.
   static std::shared_ptr<World> join(const WorldInfo& info, CommTimeouts timeouts,
-                                     torch::Device device = torch::kCPU);
+                                     torch::Device device = torch::kCPU,
+                                     std::shared_ptr<FlightRecorder> recorder = nullptr);
 
   const WorldInfo& info() const { return info_; }
   std::shared_ptr<ProcessGroup> global() const { return global_; }
@@ -147,7 +159,7 @@ class World {
 
  private:
   World(WorldInfo info, CommTimeouts timeouts, c10::intrusive_ptr<c10d::Store> store,
-        torch::Device device);
+        torch::Device device, std::shared_ptr<FlightRecorder> recorder);
   c10::intrusive_ptr<c10d::Backend> make_backend(c10::intrusive_ptr<c10d::Store> store, int rank,
                                                  int size);
 
@@ -157,6 +169,7 @@ class World {
   std::shared_ptr<ProcessGroup> global_;
   std::map<std::string, int> groups_created_;  // store prefix -> groups made with it
   torch::Device device_;
+  std::shared_ptr<FlightRecorder> recorder_;
 };
 
 }  // namespace titan::distributed

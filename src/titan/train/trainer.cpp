@@ -4,10 +4,13 @@
 
 #include <chrono>
 #include <ctime>
+#include <filesystem>
+#include <thread>
 
 #include "titan/components/data/dataloader.h"
 #include "titan/components/manifest.h"
 #include "titan/components/validate.h"
+#include "titan/distributed/flight_recorder.h"
 #include "titan/distributed/compile.h"
 #include "titan/distributed/context_parallel.h"
 #include "titan/config/resolve.h"
@@ -184,7 +187,11 @@ void Trainer::setup_parallelism(const distributed::WorldInfo& world) {
   distributed::CommTimeouts timeouts{std::chrono::seconds(job_.comm.init_timeout_seconds),
                                      std::chrono::seconds(job_.comm.train_timeout_seconds)};
   device_ = platform::select_rank_device(world.local_rank);
-  world_ = distributed::World::join(world, timeouts, device_);
+  auto recorder = std::make_shared<distributed::FlightRecorder>(
+      world.rank, job_.comm.trace_buf_size,
+      std::filesystem::path(job_.job.dump_folder) / job_.comm.save_traces_folder);
+  distributed::dump_comm_traces_on_signal(recorder);
+  world_ = distributed::World::join(world, timeouts, device_, recorder);
   mesh_ = distributed::DeviceMesh::build(dims_, *world_);
   dims_.log_layout(job_.parallelism, world.local_world_size);
 }
@@ -493,6 +500,19 @@ void Trainer::save_checkpoint(int64_t step, bool last) {
   checkpoint_->save(step, model_state(false), optimizer, state, config::to_toml(job_), last);
 }
 
+namespace {
+
+// Test hook (tests/integration/flight_recorder_test.cpp): TITAN_TEST_STALL_AT="<rank>:<step>"
+// stops that rank before the step for good, so its peers wait in the step's first collective.
+void stall_if_asked(int rank, int64_t step) {
+  const char* at = std::getenv("TITAN_TEST_STALL_AT");
+  if (!at || fmt::format("{}:{}", rank, step) != at) return;
+  log::warn("TITAN_TEST_STALL_AT={}: rank {} stops before step {}", at, rank, step);
+  std::this_thread::sleep_for(std::chrono::hours(1));
+}
+
+}  // namespace
+
 void Trainer::train() {
   const auto& t = job_.training;
   if (job_.checkpoint.create_seed_checkpoint) {
@@ -507,6 +527,7 @@ void Trainer::train() {
   int64_t window_steps = 0;
   for (int64_t step = first; step <= t.steps; ++step) {
     const int64_t epoch = data_->epoch(consumed_samples_);
+    stall_if_asked(world_->info().rank, step);
     profiler_->step_begin(step);
     StepResult r = train_step(step);
     profiler_->step_end(step);
@@ -516,19 +537,23 @@ void Trainer::train() {
     }
     if (step == first) log_state_memory();
     if (checkpoint_->should_save(step, t.steps)) save_checkpoint(step, step == t.steps);
-    std::optional<components::ValidationResult> validation;
-    if (validator_ && validator_->should_validate(step)) {
-      validation = validator_->validate(*forward_backward_, local_models(), device_);
-      // The step times are the training's.
-      window_start += std::chrono::duration_cast<Clock::duration>(
-          std::chrono::duration<double>(validation->seconds));
-    }
     window_data += r.data_time_s;
     for (auto& part : model_parts_) {
       window_all_to_all += part->take_all_to_all_seconds();
       window_fsdp_wait += part->take_fsdp_wait_seconds();
     }
     ++window_steps;
+    std::optional<components::ValidationResult> validation;
+    if (validator_ && validator_->should_validate(step)) {
+      validation = validator_->validate(*forward_backward_, local_models(), device_);
+      // The step's times and waits are the training's.
+      window_start += std::chrono::duration_cast<Clock::duration>(
+          std::chrono::duration<double>(validation->seconds));
+      for (auto& part : model_parts_) {
+        part->take_all_to_all_seconds();
+        part->take_fsdp_wait_seconds();
+      }
+    }
     bool log_now = step == first || step % job_.metrics.log_freq == 0 || step == t.steps ||
                    validation.has_value();
     if (!log_now) continue;

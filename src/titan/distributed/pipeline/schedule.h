@@ -90,11 +90,11 @@ Schedule build_schedule(ScheduleKind kind, int pp, int stages_per_rank, int micr
 /// runs first, so it cannot deadlock (checked).
 Schedule build_eval_schedule(const Schedule& train, int microbatches);
 
-/// Checks that `schedule` runs to completion with sends that never block and receives that
-/// block until their data arrives, every stage on its rank: each (stage, microbatch) forward
-/// and backward exactly once (I and W, or B; forward_only: no backward), a forward after the previous stage's forward of
-/// its microbatch, a backward after its own forward and the next stage's backward, a W after
-/// its I. Throws std::logic_error naming the blocked actions of every rank on a deadlock, or
+/// Checks that `schedule` runs to completion with sends that never block and receives that block
+/// until their data arrives, every stage on its rank: each (stage, microbatch) forward and backward
+/// exactly once (I and W, or B; forward_only: no backward), a forward after the previous stage's
+/// forward of its microbatch, a backward after its own forward and the next stage's backward, a W
+/// after its I. Throws std::logic_error naming the blocked actions of every rank on a deadlock, or
 /// the first action run out of order or missing.
 void check_schedule(const Schedule& schedule);
 
