@@ -116,6 +116,7 @@ struct ProfilingSection {
   int64_t profiler_active = 1;
   bool enable_memory_snapshot = false;
   std::string save_traces_folder = "profile_traces";
+  std::string save_memory_snapshot_folder = "memory_snapshot";
 };
 
 struct ValidationSection {

@@ -12,6 +12,7 @@
 #include "titan/models/common/transformer_block.h"
 #include "titan/platform/autograd_state.h"
 #include "titan/platform/clock.h"
+#include "titan/platform/memory.h"
 
 namespace titan::distributed {
 namespace {
@@ -95,6 +96,7 @@ torch::Tensor FsdpUnit::wait_for(PendingWork& pending, ProcessGroup& group) {
 }
 
 PendingWork FsdpUnit::start_all_gather(const std::vector<torch::Tensor>& shards) {
+  platform::MemoryScope comm(platform::MemoryCategory::Communication);
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> flat_parts;
   for (const auto& s : shards) flat_parts.push_back(s.reshape(-1).to(options_.param_dtype));
@@ -113,6 +115,7 @@ void FsdpUnit::drop_prefetch() {
 }
 
 std::vector<torch::Tensor> FsdpUnit::all_gather_full(const std::vector<torch::Tensor>& shards) {
+  platform::MemoryScope comm(platform::MemoryCategory::Communication);
   torch::NoGradGuard no_grad;
   if (!prefetched_.active()) prefetched_ = start_all_gather(shards);
   auto gathered = wait_for(prefetched_, *shard_group_);  // [size * n]
@@ -132,6 +135,7 @@ std::vector<torch::Tensor> FsdpUnit::all_gather_full(const std::vector<torch::Te
 }
 
 torch::Tensor FsdpUnit::pack_grads(const std::vector<torch::Tensor>& full_grads) const {
+  platform::MemoryScope comm(platform::MemoryCategory::Communication);
   torch::NoGradGuard no_grad;
   int64_t size = shard_group_->size();
   int64_t n = 0;
@@ -235,6 +239,7 @@ void FsdpUnit::release(const std::vector<torch::Tensor>& gathered, bool free_sto
 }
 
 bool FsdpUnit::regather(const std::vector<torch::Tensor>& gathered) {
+  platform::MemoryScope comm(platform::MemoryCategory::Communication);
   if (gathered.empty() || gathered.front().storage().nbytes() > 0) {
     drop_prefetch();
     return false;

@@ -3,6 +3,7 @@
 #include <stdexcept>
 
 #include "titan/components/linear_cross_entropy.h"
+#include "titan/models/common/block_trace.h"
 #include "titan/models/common/weight_module.h"
 
 namespace titan::distributed {
@@ -59,7 +60,13 @@ void ModelPart::init_weights(torch::Device device, uint64_t seed) {
 std::vector<torch::Tensor> ModelPart::parameters() const { return fsdp().parameters(); }
 
 torch::Tensor ModelPart::forward_loss_sum(const torch::Tensor& input, const torch::Tensor& labels) {
-  if (!fused_loss_) return tp_->loss_sum(model_->forward(input), labels);
+  if (!fused_loss_) {
+    const models::TracedPiece loss{models::TracedPiece::kLoss};
+    return models::with_traced_backward(loss, model_->forward(input), [&](const torch::Tensor& l) {
+      models::TracedForward traced(loss);
+      return tp_->loss_sum(l, labels);
+    });
+  }
   components::LinearCrossEntropyOptions options;
   options.vocab_group = &tp_->group();
   return model_->forward(input, [&](const torch::Tensor& hidden, const torch::Tensor& weight) {

@@ -16,6 +16,7 @@
 #include "titan/errors.h"
 #include "titan/platform/clock.h"
 #include "titan/platform/env.h"
+#include "titan/platform/memory.h"
 
 namespace titan::distributed {
 namespace {
@@ -77,15 +78,19 @@ ProcessGroup::ProcessGroup(c10::intrusive_ptr<c10d::Backend> backend, std::vecto
 }
 
 void ProcessGroup::record(PendingWork& pending, const char* op, const torch::Tensor& t) {
+  pending.op = op;
+  pending.bytes = static_cast<int64_t>(t.numel() * t.element_size());
   if (recorder_) pending.record = recorder_->start(name_, ranks_, seq_++, op, pending.what, t);
 }
 
-void ProcessGroup::wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& what,
-                        int64_t record) {
+void ProcessGroup::wait(const PendingWork& pending) {
+  const auto& what = pending.what;
+  const int64_t record = pending.record;
+  RECORD_USER_SCOPE(fmt::format("{} [{}] {} B: {}", pending.op, name_, pending.bytes, what));
   const auto start = platform::Clock::now();
   if (recorder_) recorder_->waiting(record);
   try {
-    work->wait(std::chrono::duration_cast<std::chrono::milliseconds>(timeout_));
+    pending.work->wait(std::chrono::duration_cast<std::chrono::milliseconds>(timeout_));
     blocked_seconds_ += platform::seconds_since(start);
   } catch (const std::exception& e) {
     const auto error =
@@ -113,6 +118,7 @@ void ProcessGroup::all_reduce_(torch::Tensor& t, ReduceOp op, const std::string&
 
 PendingWork ProcessGroup::start_all_reduce(const torch::Tensor& t, ReduceOp op,
                                            const std::string& what) {
+  platform::MemoryScope comm(platform::MemoryCategory::Communication);
   if (!backend_) return PendingWork{nullptr, t, t.device(), what};
   PendingWork pending{nullptr, on_device(t), t.device(), what};
   std::vector<torch::Tensor> tensors{pending.buffer};
@@ -124,6 +130,7 @@ PendingWork ProcessGroup::start_all_reduce(const torch::Tensor& t, ReduceOp op,
 }
 
 void ProcessGroup::broadcast_(torch::Tensor& t, int root, const std::string& what) {
+  platform::MemoryScope comm(platform::MemoryCategory::Communication);
   if (!backend_) return;
   torch::Tensor buf = on_device(t);
   std::vector<torch::Tensor> tensors{buf};
@@ -131,7 +138,7 @@ void ProcessGroup::broadcast_(torch::Tensor& t, int root, const std::string& wha
   opts.rootRank = root;
   PendingWork pending{backend_->broadcast(tensors, opts), buf, t.device(), what};
   record(pending, "broadcast", buf);
-  wait(pending.work, what, pending.record);
+  wait(pending);
   if (!buf.is_same(t)) t.copy_(buf);
 }
 
@@ -141,6 +148,7 @@ torch::Tensor ProcessGroup::all_gather(const torch::Tensor& t, const std::string
 }
 
 PendingWork ProcessGroup::start_all_gather(const torch::Tensor& t, const std::string& what) {
+  platform::MemoryScope comm(platform::MemoryCategory::Communication);
   if (!backend_) return PendingWork{nullptr, t.clone(), t.device(), what};
   torch::Tensor in = on_device(t);
   auto shape = t.sizes().vec();
@@ -158,6 +166,7 @@ torch::Tensor ProcessGroup::reduce_scatter(const torch::Tensor& t, const std::st
 }
 
 PendingWork ProcessGroup::start_reduce_scatter(const torch::Tensor& t, const std::string& what) {
+  platform::MemoryScope comm(platform::MemoryCategory::Communication);
   TORCH_CHECK(t.dim() == 1 && t.numel() % size() == 0, "reduce_scatter of ", what,
               ": expected a flat tensor divisible by ", size(), ", got ", t.sizes());
   if (!backend_) return PendingWork{nullptr, t.clone(), t.device(), what};
@@ -181,6 +190,7 @@ PendingWork ProcessGroup::start_all_to_all(const torch::Tensor& t,
                                            const std::vector<int64_t>& out_splits,
                                            const std::vector<int64_t>& in_splits,
                                            const std::string& what) {
+  platform::MemoryScope comm(platform::MemoryCategory::Communication);
   const auto total = [](const std::vector<int64_t>& v) {
     return std::accumulate(v.begin(), v.end(), int64_t{0});
   };
@@ -207,6 +217,7 @@ void ProcessGroup::barrier(const std::string& what) {
 }
 
 PendingWork ProcessGroup::send(const torch::Tensor& t, int dst, int tag, const std::string& what) {
+  platform::MemoryScope comm(platform::MemoryCategory::Communication);
   TORCH_CHECK(backend_ && dst != rank_, "send of ", what, ": group ", name_, " has no rank ", dst,
               " to send to");
   PendingWork pending{nullptr, on_device(t), t.device(), what};
@@ -217,13 +228,15 @@ PendingWork ProcessGroup::send(const torch::Tensor& t, int dst, int tag, const s
 }
 
 torch::Tensor ProcessGroup::finish(PendingWork& pending) {
-  if (pending.work) wait(pending.work, pending.what, pending.record);
+  if (pending.work) wait(pending);
+  platform::MemoryScope comm(platform::MemoryCategory::Communication);
   auto result = pending.buffer.defined() ? pending.buffer.to(pending.home) : torch::Tensor();
   pending = PendingWork{};
   return result;
 }
 
 void ProcessGroup::recv_(torch::Tensor& t, int src, int tag, const std::string& what) {
+  platform::MemoryScope comm(platform::MemoryCategory::Communication);
   const bool in_place = t.device() == device_ && t.is_contiguous();
   auto pending = post_recv(in_place ? t : torch::empty(t.sizes(), t.options().device(device_)),
                            t.device(), src, tag, what);
@@ -233,6 +246,7 @@ void ProcessGroup::recv_(torch::Tensor& t, int src, int tag, const std::string& 
 
 PendingWork ProcessGroup::start_recv(const torch::Tensor& like, int src, int tag,
                                      const std::string& what) {
+  platform::MemoryScope comm(platform::MemoryCategory::Communication);
   return post_recv(torch::empty(like.sizes(), like.options().device(device_)), like.device(), src,
                    tag, what);
 }

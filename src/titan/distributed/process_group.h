@@ -45,7 +45,9 @@ struct PendingWork {
   torch::Tensor buffer;  // a send's data (kept alive until done) or the result being received
   torch::Device home = torch::kCPU;  // where the caller's tensors live
   std::string what;
-  int64_t record = -1;  // its flight-recorder entry
+  int64_t record = -1;     // its flight-recorder entry
+  const char* op = "";     // "all_gather", "send", ...
+  int64_t bytes = 0;       // of the input
 
   /// Started and not yet finished.
   bool active() const { return work || buffer.defined(); }
@@ -53,7 +55,8 @@ struct PendingWork {
 
 /// A group of ranks. Collectives block until done and throw CommError naming this rank, the
 /// group and the operation `what` when the peer ranks fail or the train timeout passes (and
-/// the flight recorder, when there is one, records each and dumps on that error). They
+/// the flight recorder, when there is one, records each and dumps on that error). Their
+/// buffers count as communication memory (platform/memory.h). They
 /// take tensors on any device and return results on the input's device; the data moves on the
 /// group's device (the CPU for Gloo, the rank's GPU for NCCL).
 class ProcessGroup {
@@ -116,9 +119,10 @@ class ProcessGroup {
   double take_blocked_seconds() { return std::exchange(blocked_seconds_, 0.0); }
 
  private:
-  /// Waits for `work` (flight-recorder entry `record`) within the train timeout.
-  void wait(const c10::intrusive_ptr<c10d::Work>& work, const std::string& what, int64_t record);
-  /// Records `op` on `t`, just started for `pending`, in the flight recorder.
+  /// Waits for `pending` within the train timeout, as a profiler range
+  /// "<op> [<group>] <bytes> B: <what>".
+  void wait(const PendingWork& pending);
+  /// Records `op` on `t`, just started for `pending`, in `pending` and the flight recorder.
   void record(PendingWork& pending, const char* op, const torch::Tensor& t);
   /// Posts a receive into `buffer` (contiguous, on the group's device); finish() returns it on
   /// `home`.

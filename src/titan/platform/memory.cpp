@@ -7,8 +7,12 @@
 #include <c10/cuda/CUDACachingAllocator.h>
 #endif
 
+#include <fmt/format.h>
+
 #include <atomic>
+#include <cstdlib>
 #include <fstream>
+#include <mutex>
 #include <string>
 
 namespace titan::platform {
@@ -16,31 +20,75 @@ namespace {
 
 std::atomic<int64_t> g_live{0};
 std::atomic<int64_t> g_peak{0};
+std::array<std::atomic<int64_t>, kMemoryCategories> g_by_category{};
+std::atomic<uint64_t> g_next_id{1};
+std::atomic<MemoryObserver*> g_observer{nullptr};
+std::mutex g_observer_mutex;
+std::mutex g_failure_mutex;
+std::optional<AllocationFailure> g_failure;
+int64_t g_limit = 0;  // TITAN_TEST_MEMORY_LIMIT_BYTES, 0: none
+thread_local MemoryTag t_tag;
 
-void add_live(int64_t delta) {
+size_t index_of(MemoryCategory c) { return static_cast<size_t>(c); }
+
+void add_live(int64_t delta, MemoryCategory c) {
+  g_by_category[index_of(c)].fetch_add(delta);
   int64_t now = g_live.fetch_add(delta) + delta;
   int64_t peak = g_peak.load();
   while (now > peak && !g_peak.compare_exchange_weak(peak, now)) {
   }
 }
 
-// Delegates to LibTorch's CPU allocator and counts the bytes of each live allocation. The
-// size lives in a 64-byte header in front of the data (keeping the allocator's 64-byte
-// alignment), so that the data pointer is also the deleter's context, as raw_allocate()
-// (oneDNN's bf16 GEMMs) requires.
+template <typename Call>
+void tell_observer(Call&& call) {
+  if (!g_observer.load()) return;
+  std::lock_guard<std::mutex> lock(g_observer_mutex);
+  if (auto* observer = g_observer.load()) call(*observer);
+}
+
+CategoryBytes category_snapshot() {
+  CategoryBytes out{};
+  for (size_t i = 0; i < out.size(); ++i) out[i] = g_by_category[i].load();
+  return out;
+}
+
+[[noreturn]] void refuse(size_t nbytes, const std::string& why) {
+  {
+    std::lock_guard<std::mutex> lock(g_failure_mutex);
+    g_failure = AllocationFailure{static_cast<int64_t>(nbytes), category_snapshot()};
+  }
+  TORCH_CHECK_WITH(OutOfMemoryError, false, "CPU allocation of ", nbytes, " bytes failed with ",
+                   g_live.load(), " bytes of tensors alive: ", why);
+}
+
+// Delegates to LibTorch's CPU allocator and counts the bytes of each live allocation under
+// the thread's tag. The size, tag and id live in a 64-byte header in front of the data
+// (keeping the allocator's 64-byte alignment), so that the data pointer is also the deleter's
+// context, as raw_allocate() (oneDNN's bf16 GEMMs) requires.
 class CountingAllocator final : public c10::Allocator {
  public:
   explicit CountingAllocator(c10::Allocator* base) : base_(base) {}
 
   c10::DataPtr allocate(size_t nbytes) override {
+    if (g_limit > 0 && g_live.load() + static_cast<int64_t>(nbytes) > g_limit) {
+      refuse(nbytes, fmt::format("over TITAN_TEST_MEMORY_LIMIT_BYTES = {}", g_limit));
+    }
     c10::DeleterFnPtr base_free = base_->raw_deleter();
-    c10::DataPtr inner = base_->allocate(nbytes + kHeader);
+    c10::DataPtr inner;
+    try {
+      inner = base_->allocate(nbytes + kHeader);
+    } catch (const c10::Error& e) {
+      refuse(nbytes, e.what_without_backtrace());
+    }
     if (!base_free || inner.get() != inner.get_context()) return base_->allocate(nbytes);
     c10::Device device = inner.device();
     auto* header = static_cast<Header*>(inner.release_context());
     header->bytes = static_cast<int64_t>(nbytes);
     header->base_free = base_free;
-    add_live(header->bytes);
+    header->id = g_next_id.fetch_add(1);
+    header->tag = t_tag;
+    add_live(header->bytes, header->tag.category);
+    tell_observer([&](MemoryObserver& o) { o.allocated(header->id, header->bytes, header->tag); });
     void* data = reinterpret_cast<char*>(header) + kHeader;
     return {data, data, &release, device};
   }
@@ -51,17 +99,36 @@ class CountingAllocator final : public c10::Allocator {
     base_->copy_data(dest, src, count);
   }
 
+  /// Moves the allocation behind `data` (one of ours) to `category`.
+  static void retag(void* data, MemoryCategory category) {
+    auto* header = header_of(data);
+    const MemoryCategory from = header->tag.category;
+    if (from == category) return;
+    header->tag = {category, -1};
+    g_by_category[index_of(from)].fetch_sub(header->bytes);
+    g_by_category[index_of(category)].fetch_add(header->bytes);
+    tell_observer([&](MemoryObserver& o) { o.retagged(header->id, header->bytes, from, category); });
+  }
+
+  static void release(void* data) {
+    auto* header = header_of(data);
+    add_live(-header->bytes, header->tag.category);
+    tell_observer([&](MemoryObserver& o) { o.freed(header->id, header->bytes, header->tag); });
+    header->base_free(header);
+  }
+
  private:
   static constexpr size_t kHeader = 64;
   struct Header {
     int64_t bytes;
     c10::DeleterFnPtr base_free;
+    uint64_t id;
+    MemoryTag tag;
   };
+  static_assert(sizeof(Header) <= kHeader);
 
-  static void release(void* data) {
-    auto* header = reinterpret_cast<Header*>(static_cast<char*>(data) - kHeader);
-    add_live(-header->bytes);
-    header->base_free(header);
+  static Header* header_of(void* data) {
+    return reinterpret_cast<Header*>(static_cast<char*>(data) - kHeader);
   }
 
   c10::Allocator* base_;
@@ -69,13 +136,52 @@ class CountingAllocator final : public c10::Allocator {
 
 }  // namespace
 
+const char* memory_category_name(MemoryCategory c) {
+  switch (c) {
+    case MemoryCategory::Other: return "other";
+    case MemoryCategory::Parameters: return "parameters";
+    case MemoryCategory::Gradients: return "gradients";
+    case MemoryCategory::OptimizerState: return "optimizer_state";
+    case MemoryCategory::Activations: return "activations";
+    case MemoryCategory::ActivationGradients: return "activation_gradients";
+    case MemoryCategory::Communication: return "communication";
+    case MemoryCategory::Loss: return "loss";
+  }
+  return "other";
+}
+
+MemoryTag current_memory_tag() { return t_tag; }
+void set_memory_tag(MemoryTag tag) { t_tag = tag; }
+
 void enable_memory_counting() {
   static CountingAllocator* counting = [] {
+    if (const char* limit = std::getenv("TITAN_TEST_MEMORY_LIMIT_BYTES")) {
+      g_limit = std::stoll(limit);
+    }
     auto* a = new CountingAllocator(c10::GetCPUAllocator());
     c10::SetAllocator(c10::DeviceType::CPU, a, /*priority=*/1);
     return a;
   }();
   (void)counting;
+}
+
+void retag_memory(const torch::Tensor& t, MemoryCategory category) {
+  if (!t.defined() || !t.has_storage()) return;
+  const auto& data = t.storage().data_ptr();
+  if (data.get_deleter() != &CountingAllocator::release || !data.get()) return;
+  CountingAllocator::retag(data.get(), category);
+}
+
+CategoryBytes live_bytes_by_category() { return category_snapshot(); }
+
+void set_memory_observer(MemoryObserver* observer) {
+  std::lock_guard<std::mutex> lock(g_observer_mutex);
+  g_observer.store(observer);
+}
+
+std::optional<AllocationFailure> last_allocation_failure() {
+  std::lock_guard<std::mutex> lock(g_failure_mutex);
+  return g_failure;
 }
 
 int64_t live_tensor_bytes() { return g_live.load(); }

@@ -2,9 +2,9 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cmath>
-#include <limits>
+
+#include "titan/tools/svg_chart.h"
 
 namespace titan::tools {
 namespace {
@@ -12,51 +12,6 @@ namespace {
 constexpr double kWidth = 800, kHeight = 500;
 constexpr double kLeft = 80, kRight = 20, kTop = 40, kBottom = 60;  // margins around the plot
 constexpr const char* kColors[] = {"#1f77b4", "#d62728", "#2ca02c", "#9467bd"};
-
-struct Range {
-  double lo = std::numeric_limits<double>::infinity();
-  double hi = -std::numeric_limits<double>::infinity();
-
-  void add(double v) { lo = std::min(lo, v), hi = std::max(hi, v); }
-  bool empty() const { return lo > hi; }
-  // Widens a degenerate (single-value) range so it can be scaled.
-  Range padded(double fraction) const {
-    double span = hi - lo;
-    double pad = span > 0 ? span * fraction : std::max(std::abs(lo) * 0.05, 0.5);
-    return {lo - pad, hi + pad};
-  }
-};
-
-// A tick spacing of 1, 2 or 5 x 10^k giving about `target` intervals over `r`.
-double nice_step(const Range& r, int target) {
-  double raw = (r.hi - r.lo) / target;
-  double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
-  double norm = raw / magnitude;
-  double factor = norm < 1.5 ? 1 : norm < 3 ? 2 : norm < 7 ? 5 : 10;
-  return factor * magnitude;
-}
-
-std::vector<double> ticks(const Range& r, double step) {
-  std::vector<double> out;
-  for (double t = std::ceil(r.lo / step) * step; t <= r.hi + step * 1e-9; t += step) {
-    out.push_back(std::abs(t) < step * 1e-9 ? 0.0 : t);
-  }
-  return out;
-}
-
-std::string xml_escape(const std::string& text) {
-  std::string out;
-  for (char c : text) {
-    switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
 
 }  // namespace
 

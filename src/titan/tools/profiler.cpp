@@ -1,14 +1,18 @@
 #include "titan/tools/profiler.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 #include <torch/csrc/autograd/profiler_kineto.h>
 
 #include <filesystem>
+#include <fstream>
 #include <set>
 
 #include "titan/errors.h"
+#include "titan/models/common/block_trace.h"
 #include "titan/platform/clock.h"
 #include "titan/platform/logging.h"
+#include "titan/tools/trace_pieces.h"
 
 namespace titan::tools {
 namespace {
@@ -26,6 +30,16 @@ std::set<ActivityType> activities(bool cuda) {
   std::set<ActivityType> out{ActivityType::CPU};
   if (cuda) out.insert(ActivityType::CUDA);
   return out;
+}
+
+void join_backward_spans_in(const std::filesystem::path& path) {
+  nlohmann::json trace;
+  {
+    std::ifstream in(path);
+    trace = nlohmann::json::parse(in);
+  }
+  join_backward_spans(trace);
+  std::ofstream(path) << trace.dump() << "\n";
 }
 
 }  // namespace
@@ -50,7 +64,9 @@ Profiler::Profiler(const config::ProfilingSection& config, std::string trace_fol
 }
 
 Profiler::~Profiler() {
-  if (recording_) kineto::disableProfiler();
+  if (!recording_) return;
+  kineto::disableProfiler();
+  models::set_tracing(false);
 }
 
 int64_t Profiler::phase(int64_t step) const { return (step - 1) % config_.profile_freq + 1; }
@@ -68,6 +84,7 @@ void Profiler::step_begin(int64_t step) {
   if (p == first_active - config_.profiler_warmup || p == first_active) prepare();
   if (p == first_active) {
     kineto::enableProfiler(kineto_config(), activities(cuda_));
+    models::set_tracing(true);
     recording_ = true;
   }
 }
@@ -76,12 +93,14 @@ void Profiler::step_end(int64_t step) {
   if (!recording_ || phase(step) != config_.profile_freq) return;
   const auto start = platform::Clock::now();
   auto result = kineto::disableProfiler();
+  models::set_tracing(false);
   recording_ = prepared_ = false;
   const auto folder =
       std::filesystem::path(trace_folder_) / fmt::format("iteration_{}", step);
   std::filesystem::create_directories(folder);
   const auto path = folder / fmt::format("rank{}_trace.json", rank_);
   result->save(path.string());
+  join_backward_spans_in(path);
   log::info("Wrote the profiler trace of step {} to {} in {:.2f} s", step, path.string(),
             platform::seconds_since(start));
 }

@@ -2,9 +2,15 @@
 // profile_freq steps it prepares during the profiler_warmup steps before the window, records the
 // last profiler_active steps of it, and writes each rank's Chrome trace to
 // <dump_folder>/<save_traces_folder>/iteration_<step>/rank<rank>_trace.json (open it in Perfetto
-// or chrome://tracing). A trace holds the operators, each block's compute as a range named
-// "layers.<id>" (inside its FSDP gather) and the collectives from issue to completion
-// (c10d's "gloo:..." or "nccl:..." ranges), so it shows what compute hid of them.
+// or chrome://tracing). A trace holds the operators and these ranges:
+// - "data loading", "optimizer", "checkpoint save";
+// - "layers.<id> forward" (a block's compute, inside its FSDP gather), "layers.<id> backward"
+//   (the whole block, its gradient reduce-scatter included), "output forward/backward" (final
+//   norm and logits) and "loss forward/backward" (models/common/block_trace.h);
+// - every collective's wait on the calling thread, "<op> [<group>] <bytes> B: <what>" (the
+//   communication compute did not hide), and each collective from issue to completion on the
+//   backend's thread (c10d's "gloo:..." ranges; NCCL's kernels on a GPU), which shows what
+//   compute hid of them.
 #pragma once
 
 #include <cstdint>

@@ -88,16 +88,6 @@ void check_trainable(const config::JobConfig& job, const distributed::ParallelDi
   }
   distributed::check_compile(job.compile);
   tools::check_profiling(job.profiling);
-  const std::vector<std::pair<const char*, bool>> not_built = {
-      {"profiling.enable_memory_snapshot", job.profiling.enable_memory_snapshot},
-  };
-  for (const auto& [key, set] : not_built) {
-    if (set) {
-      throw ConfigError(fmt::format("{} = true is not built in titan yet (its feature is an "
-                                    "open issue); unset it",
-                                    key));
-    }
-  }
   const auto& spec = get_train_spec(job.model.name);
   if (job.checkpoint.enable && job.checkpoint.last_save_in_hf) {
     try {
@@ -171,6 +161,9 @@ Trainer::Trainer(config::JobConfig job, distributed::WorldInfo world)
   profiler_ = std::make_unique<tools::Profiler>(
       job_.profiling, job_.job.dump_folder + "/" + job_.profiling.save_traces_folder,
       world_->info().rank, device_.is_cuda());
+  memory_snapshot_ = std::make_unique<tools::MemorySnapshot>(
+      job_.profiling, job_.job.dump_folder + "/" + job_.profiling.save_memory_snapshot_folder,
+      world_->info().rank, device_);
   peak_flops_ = device_.is_cpu()
                     ? std::optional<double>(platform::measure_gemm_flops(compute_dtype_))
                     : platform::accelerator_peak_flops(platform::device_name(device_),
@@ -225,7 +218,10 @@ void Trainer::setup_model() {
             compute_dtype_ == torch::kBFloat16 ? "bfloat16" : "float32",
             job_.activation_checkpoint.mode);
   int64_t param_bytes = 0;
-  for (const auto& p : params_) param_bytes += p.numel() * p.element_size();
+  for (const auto& p : params_) {
+    param_bytes += p.numel() * p.element_size();
+    platform::retag_memory(p, platform::MemoryCategory::Parameters);
+  }
   constexpr double kGiB = 1 << 30;
   log::info("Model setup (built on meta, parallelized, this rank's pieces initialised): peak "
             "live tensors {:.3f} GiB, peak RSS {:.3f} GiB; this rank's parameters {:.3f} GiB",
@@ -345,18 +341,33 @@ double Trainer::clip_scale(double norm) const {
   return max_norm > 0 && norm > max_norm ? max_norm / (norm + 1e-6) : 1.0;
 }
 
+Trainer::StepResult Trainer::train_step_or_snapshot(int64_t step) {
+  try {
+    return train_step(step);
+  } catch (const c10::OutOfMemoryError& e) {
+    memory_snapshot_->allocation_failed(step, e.what_without_backtrace());
+    throw;
+  }
+}
+
 Trainer::StepResult Trainer::train_step(int64_t step) {
   StepResult r;
   optimizer_->zero_grad();
   double local_loss = 0;
   for (int64_t m = 0; m < data_->accumulation_steps(); ++m) {
     auto data_start = Clock::now();
-    auto batch = data_->get(consumed_samples_, m);
-    auto input = batch.input.to(device_);  // [B, S]
-    auto label = batch.label.to(device_);  // [B, S]
+    torch::Tensor input, label;
+    {
+      RECORD_USER_SCOPE("data loading");
+      auto batch = data_->get(consumed_samples_, m);
+      input = batch.input.to(device_);  // [B, S]
+      label = batch.label.to(device_);  // [B, S]
+    }
     r.data_time_s += seconds_since(data_start);
     // Each token's loss divided by the step's global token count, so that summing gradients
     // over microbatches, accumulation steps and ranks gives the global mean's gradient.
+    // Backward's allocations outside the model's pieces count as activation gradients.
+    platform::MemoryScope backward(platform::MemoryCategory::ActivationGradients);
     local_loss +=
         forward_backward_->run(input, label, static_cast<double>(global_tokens_per_step_));
   }
@@ -364,7 +375,15 @@ Trainer::StepResult Trainer::train_step(int64_t step) {
   for (auto& part : model_parts_) part->finish_backward();
   r.grad_norm = grad_norm();
   load_balancer_->step();
-  optimizer_->step(scheduler_->lr_at(step), clip_scale(r.grad_norm));
+  {
+    RECORD_USER_SCOPE("optimizer");
+    platform::MemoryScope optimizer(platform::MemoryCategory::OptimizerState);
+    optimizer_->step(scheduler_->lr_at(step), clip_scale(r.grad_norm));
+  }
+  auto state = optimizer_->exp_avg();
+  const auto& second = optimizer_->exp_avg_sq();
+  state.insert(state.end(), second.begin(), second.end());
+  memory_snapshot_->classify(params_, state);
   auto& loss_group = *mesh_["loss"];
   auto loss_t = torch::tensor({local_loss}, torch::kDouble);
   auto max_t = loss_t.clone();
@@ -486,6 +505,7 @@ int64_t Trainer::restore_data_position(const nlohmann::json& state,
 }
 
 void Trainer::save_checkpoint(int64_t step, bool last) {
+  RECORD_USER_SCOPE("checkpoint save");
   // The schedule and the RNG streams are functions of the step in titan, the data position
   // of the samples consumed: with the tensors, that is the whole train state.
   const int64_t seq_len = job_.training.seq_len;
@@ -529,14 +549,16 @@ void Trainer::train() {
     const int64_t epoch = data_->epoch(consumed_samples_);
     stall_if_asked(world_->info().rank, step);
     profiler_->step_begin(step);
-    StepResult r = train_step(step);
-    profiler_->step_end(step);
+    memory_snapshot_->step_begin(step);
+    StepResult r = train_step_or_snapshot(step);
     if (data_->epoch(consumed_samples_) > epoch) {
       log::info("Dataset exhausted in step {}: the data starts pass {} from sample 0", step,
                 data_->epoch(consumed_samples_) + 1);
     }
     if (step == first) log_state_memory();
     if (checkpoint_->should_save(step, t.steps)) save_checkpoint(step, step == t.steps);
+    memory_snapshot_->step_end(step);
+    profiler_->step_end(step);
     window_data += r.data_time_s;
     for (auto& part : model_parts_) {
       window_all_to_all += part->take_all_to_all_seconds();

@@ -22,6 +22,7 @@
 #include "titan/distributed/parallel_dims.h"
 #include "titan/distributed/process_group.h"
 #include "titan/platform/cpu_threads.h"
+#include "titan/tools/memory_snapshot.h"
 #include "titan/tools/profiler.h"
 #include "titan/train/train_spec.h"
 
@@ -43,9 +44,8 @@ namespace titan::train {
 /// meta device: e.g. a pipeline the model or the batch cannot be cut into),
 /// checkpoint.last_save_in_hf for a flavor without a Hugging Face config, compile mode's CPU
 /// kernels with GPUs visible (distributed::check_compile), a profiling window longer than
-/// profiling.profile_freq (tools::check_profiling), and features whose keys exist but are not
-/// built yet (TensorBoard, memory snapshots, validation). The launcher calls it before any
-/// worker starts.
+/// profiling.profile_freq (tools::check_profiling), and a validation section that cannot run
+/// (components::check_validation). The launcher calls it before any worker starts.
 void check_trainable(const config::JobConfig& job, const distributed::ParallelDims& dims);
 
 /// The global rank that logs the step line and writes metrics.jsonl for `job` on `dims` (the
@@ -101,6 +101,8 @@ class Trainer {
   /// The memory peaks since the last record into `m`, then a new peak window.
   void record_memory(components::StepMetrics& m);
   StepResult train_step(int64_t step);
+  /// train_step, writing the memory snapshot of a failed allocation before rethrowing.
+  StepResult train_step_or_snapshot(int64_t step);
   /// Global L2 norm of the gradients over every mesh dimension.
   double grad_norm();
   /// The factor gradient clipping (training.max_norm) multiplies the gradients by at `norm`.
@@ -127,6 +129,7 @@ class Trainer {
   std::unique_ptr<components::MetricsLogger> metrics_;
   std::unique_ptr<components::Validator> validator_;  // with validation.enable
   std::unique_ptr<tools::Profiler> profiler_;
+  std::unique_ptr<tools::MemorySnapshot> memory_snapshot_;
   std::unique_ptr<components::checkpoint::CheckpointManager> checkpoint_;
   int64_t flops_per_token_ = 0;
   int64_t num_params_ = 0;         // of the whole model

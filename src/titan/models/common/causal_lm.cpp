@@ -1,9 +1,8 @@
 #include "titan/models/common/causal_lm.h"
 
-#include <fmt/format.h>
-
 #include <unordered_set>
 
+#include "titan/models/common/block_trace.h"
 #include "titan/models/common/transformer_block.h"
 #include "titan/models/common/weight_module.h"
 
@@ -35,18 +34,21 @@ void CausalLM::init_weights(uint64_t seed) {
 }
 
 torch::Tensor CausalLM::forward(const torch::Tensor& input, const ClassifierLoss& loss) {
+  platform::MemoryScope activations(platform::MemoryCategory::Activations);
   return run_wrapped(model_wrappers_, -1, input,
                      [this, &loss](const torch::Tensor& t) { return forward_impl(t, loss); });
 }
 
 torch::Tensor CausalLM::run_block(int64_t layer, const torch::Tensor& x, const TensorFn& block) {
-  // The block's own compute, inside its wrappers (FSDP's gather), as the profiler's range
-  // "layers.<id>" (formatted only while a profiler records).
+  // The forward range covers the block's own compute, inside its wrappers (FSDP's gather);
+  // the backward range the whole block, wrappers included.
   const auto named = [layer, block](const torch::Tensor& input) {
-    RECORD_USER_SCOPE(fmt::format("layers.{}", layer));
+    TracedForward traced({layer});
     return block(input);
   };
-  return run_wrapped(block_wrappers_, layer, x, named);
+  return with_traced_backward({layer}, x, [&](const torch::Tensor& input) {
+    return run_wrapped(block_wrappers_, layer, input, named);
+  });
 }
 
 torch::Tensor CausalLM::run_wrapped(const std::vector<Wrapper>& wrappers, int64_t layer,

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "titan/errors.h"
+#include "titan/models/common/block_trace.h"
 #include "titan/models/common/rope.h"
 #include "titan/models/common/transformer_block.h"
 
@@ -86,10 +87,14 @@ torch::Tensor Transformer::forward_impl(const torch::Tensor& input, const Classi
     });
   }
   if (!norm) return h;
-  h = classifier_hooks.on_input(norm(h));  // h: [B, S, dim]
-  const auto& weight = output ? output->weight : tok_embeddings->weight;  // [vocab, dim]
-  if (loss) return loss(h, weight);                                     // scalar
-  return classifier_hooks.on_output(torch::linear(h, weight));          // [B, S, vocab]
+  const TracedPiece piece{loss ? TracedPiece::kLoss : TracedPiece::kOutput};
+  return with_traced_backward(piece, h, [&](const torch::Tensor& last) {
+    TracedForward traced(piece);
+    auto x = classifier_hooks.on_input(norm(last));                        // x: [B, S, dim]
+    const auto& weight = output ? output->weight : tok_embeddings->weight;  // [vocab, dim]
+    if (loss) return loss(x, weight);                                       // scalar
+    return classifier_hooks.on_output(torch::linear(x, weight));            // [B, S, vocab]
+  });
 }
 
 std::vector<BlockRef> Transformer::blocks() {
