@@ -2,7 +2,8 @@
 """The time split of one profiled step, from a titan trace (profile_traces/iteration_N/rankR_trace.json).
 
 Prints, per model piece, its forward and backward time (the `layers.<id> forward/backward`,
-`output ...`, `loss ...` spans); the step's data loading, optimizer and checkpoint save; the
+`output ...`, `loss ...` spans; a forward inside the piece's backward, activation
+checkpointing's recompute, is shown as the part of the backward it is); the step's data loading, optimizer and checkpoint save; the
 collectives' waits on the training thread by op and group (`<op> [<group>] <bytes> B: <what>`:
 the communication compute did not hide) and their time in flight on Gloo's thread
 (`gloo:<op>`), with how much of that flight time overlapped a block's forward or backward.
@@ -37,16 +38,26 @@ def main(path):
         events = json.load(f)["traceEvents"]
     ms = lambda us: us / 1e3
     pieces = collections.OrderedDict()
-    for s, e, name in sorted(spans(events, r"(layers\.\d+|output|loss) (forward|backward)")):
+    found = sorted(spans(events, r"(layers\.\d+|output|loss) (forward|backward)"))
+    backward = collections.defaultdict(list)
+    for s, e, name in found:
+        if name.endswith(" backward"):
+            backward[name.rsplit(" ", 1)[0]].append((s, e))
+    for s, e, name in found:
         piece, phase = name.rsplit(" ", 1)
-        pieces.setdefault(piece, {"forward": 0.0, "backward": 0.0})[phase] += e - s
-    print(f"{'piece':<12} {'forward ms':>11} {'backward ms':>12}")
-    total = {"forward": 0.0, "backward": 0.0}
+        # A forward inside the piece's own backward is activation checkpointing's recompute.
+        if phase == "forward" and any(bs <= s and e <= be for bs, be in backward[piece]):
+            phase = "recompute"
+        pieces.setdefault(piece, {"forward": 0.0, "backward": 0.0, "recompute": 0.0})[phase] += e - s
+    print(f"{'piece':<12} {'forward ms':>11} {'backward ms':>12} {'of it recompute':>16}")
+    total = {"forward": 0.0, "backward": 0.0, "recompute": 0.0}
     for piece, t in pieces.items():
-        print(f"{piece:<12} {ms(t['forward']):>11.2f} {ms(t['backward']):>12.2f}")
+        print(f"{piece:<12} {ms(t['forward']):>11.2f} {ms(t['backward']):>12.2f} "
+              f"{ms(t['recompute']):>16.2f}")
         for k in total:
             total[k] += t[k]
-    print(f"{'all':<12} {ms(total['forward']):>11.2f} {ms(total['backward']):>12.2f}")
+    print(f"{'all':<12} {ms(total['forward']):>11.2f} {ms(total['backward']):>12.2f} "
+          f"{ms(total['recompute']):>16.2f}")
     for name in ("data loading", "optimizer", "checkpoint save"):
         t = sum(e - s for s, e, _ in spans(events, re.escape(name)))
         print(f"{name}: {ms(t):.2f} ms")

@@ -1,7 +1,8 @@
 // Checkpoints in real training runs: stopping at step 4 of 8 and resuming gives exactly the
 // per-step losses of an uninterrupted run (1 rank and FSDP 2, synchronous and async saves), and
 // a checkpoint written under FSDP 4 resumes under 1 rank and FSDP 2 following the FSDP 4 run,
-// and tensor- and pipeline-parallel checkpoints do the same.
+// and tensor- and pipeline-parallel checkpoints do the same. A truncated newest checkpoint falls
+// back to the previous one; checkpoint.interval_seconds saves on a wall-clock cadence.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -201,6 +202,53 @@ TEST(CheckpointResume, TheRankMissingItsFileIsTheOneShown) {
   EXPECT_NE(r.output.find("titan launch: rank 1 (local rank 1) exited"), std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("rank_1.bin"), std::string::npos) << r.output;
+}
+
+// A truncated newest checkpoint (a shard file cut short, as a save killed mid-write outside
+// titan's rename would leave it): the resume warns naming the file, leaves the folder in place,
+// and resumes from the previous complete checkpoint, repeating its steps exactly.
+TEST(CheckpointResume, ATruncatedNewestCheckpointFallsBackToThePreviousOne) {
+  auto dump = testing::make_temp_dir("titan_truncated");
+  const std::string args = "--training.local_batch_size 4 --checkpoint.enable ";
+  auto first = run_in(dump, "NGPU=2", args + "--training.steps 4");
+  const auto shard = dump / "checkpoint" / "step-4" / "rank_1.bin";
+  ASSERT_TRUE(std::filesystem::exists(shard));
+  std::filesystem::resize_file(shard, std::filesystem::file_size(shard) / 2);
+  std::filesystem::remove(dump / "metrics.jsonl");
+  auto resumed = run_in(dump, "NGPU=2 LOG_RANK=0,1", args + "--training.steps 4");
+  const auto& out = resumed.command.output;
+  EXPECT_NE(out.find("step-4 cannot be loaded"), std::string::npos) << out;
+  EXPECT_NE(out.find("rank_1.bin"), std::string::npos) << out;
+  EXPECT_NE(out.find("Resumed from " + (dump / "checkpoint" / "step-2").string()),
+            std::string::npos)
+      << out;
+  ASSERT_EQ(resumed.records.size(), 2u) << out;  // steps 3 and 4 again
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(resumed.records[i]["loss"], first.records[i + 2]["loss"]) << "step " << i + 3;
+    EXPECT_EQ(resumed.records[i]["grad_norm"], first.records[i + 2]["grad_norm"]);
+  }
+}
+
+// checkpoint.interval_seconds: with a cadence shorter than a step every step saves, on every
+// rank the same step (rank 0's clock decides); without it only the interval's steps do.
+TEST(CheckpointCadence, WallClockIntervalSavesTheSameStepOnEveryRank) {
+  auto timed = testing::make_temp_dir("titan_cadence");
+  auto r = run_in(timed, "NGPU=2",
+                  "--training.local_batch_size 4 --checkpoint.enable --checkpoint.interval 100 "
+                  "--checkpoint.interval_seconds 0.001 --training.steps 3");
+  for (int step = 1; step <= 3; ++step) {
+    EXPECT_TRUE(std::filesystem::exists(timed / "checkpoint" / ("step-" + std::to_string(step))))
+        << step << "\n" << r.command.output;
+  }
+  EXPECT_NE(r.command.output.find("since the last save (checkpoint.interval_seconds = 0.001)"),
+            std::string::npos)
+      << r.command.output;
+  auto steps_only = testing::make_temp_dir("titan_cadence_off");
+  run_in(steps_only, "NGPU=2",
+         "--training.local_batch_size 4 --checkpoint.enable --checkpoint.interval 100 "
+         "--training.steps 3");
+  EXPECT_FALSE(std::filesystem::exists(steps_only / "checkpoint" / "step-1"));
+  EXPECT_TRUE(std::filesystem::exists(steps_only / "checkpoint" / "step-3"));  // the last
 }
 
 TEST(CheckpointGenerate, ScoresTheSameAsItsHuggingFaceExport) {

@@ -6,7 +6,7 @@
 // - the blocks still to run backward hold activations at the peak, alike in size.
 // Recording changes no loss. A rank held to less memory than step 1 needs (the
 // TITAN_TEST_MEMORY_LIMIT_BYTES hook; one rank, so that no peer fails first) fails in step 1
-// and writes what it held to iteration_1_exit.
+// and writes what it held, and the recorded step up to the failure, to iteration_1_exit.
 #include <gtest/gtest.h>
 
 #include <fstream>
@@ -83,7 +83,9 @@ TEST(MemorySnapshot, ARankOutOfMemoryWritesWhatItHeld) {
   const int64_t limit = start["bytes"].get<int64_t>() - 1;
   auto run = testing::train(
       "OMP_NUM_THREADS=1 NGPU=1 TITAN_TEST_MEMORY_LIMIT_BYTES=" + std::to_string(limit),
-      kArgs + "--profiling.enable_memory_snapshot --training.steps 2");
+      kArgs +
+          "--profiling.enable_memory_snapshot --profiling.profile_freq 1 "
+          "--training.steps 2");
   EXPECT_NE(run.command.exit_code, 0);
   EXPECT_NE(run.command.output.find("Out of memory in step 1"), std::string::npos)
       << run.command.output;
@@ -96,6 +98,11 @@ TEST(MemorySnapshot, ARankOutOfMemoryWritesWhatItHeld) {
   EXPECT_GT(doc["live_when_failed"]["parameters"].get<int64_t>(), 0);
   EXPECT_NE(doc["error"].get<std::string>().find("TITAN_TEST_MEMORY_LIMIT_BYTES"),
             std::string::npos);
+  // Step 1 was being recorded (profile_freq 1): its timeline up to the failure comes too.
+  ASSERT_TRUE(doc.contains("peak")) << doc.dump(2);
+  EXPECT_GE(doc["peak"]["bytes"].get<int64_t>(), doc["start"]["bytes"].get<int64_t>());
+  EXPECT_TRUE(std::filesystem::exists(run.dump / "memory_snapshot" / "iteration_1_exit" /
+                                      "rank0_memory_timeline.svg"));
 }
 
 }  // namespace

@@ -92,8 +92,8 @@ void expect_schema_and_nesting(const nlohmann::json& trace, int rank) {
 }
 
 nlohmann::json trace_of(const testing::TrainRun& run, int rank) {
-  const auto path = run.dump / "profile_traces" / "iteration_2" /
-                    ("rank" + std::to_string(rank) + "_trace.json");
+  const auto path =
+      run.dump / "profile_traces" / "iteration_2" / ("rank" + std::to_string(rank) + "_trace.json");
   std::ifstream in(path);
   EXPECT_TRUE(in.good()) << path << "\n" << run.command.output;
   return in.good() ? nlohmann::json::parse(in) : nlohmann::json{{"traceEvents", {}}};
@@ -128,8 +128,9 @@ TEST(Profiler, TracesNestAndShowTheStepsPiecesAndPrefetchedAllGathers) {
     }
     EXPECT_EQ(spans(eager_trace, ".* backward ends").size(), 0u);  // joined into the spans
     // Collective waits: "<op> [<group>] <bytes> B: <what>".
-    EXPECT_GE(spans(eager_trace, "all_gather \\[dp_shard_cp\\] [1-9][0-9]* B: FSDP all-gather "
-                                 "of layers\\.[0-9]+")
+    EXPECT_GE(spans(eager_trace,
+                    "all_gather \\[dp_shard_cp\\] [1-9][0-9]* B: FSDP all-gather "
+                    "of layers\\.[0-9]+")
                   .size(),
               6u);
     EXPECT_GE(spans(eager_trace, "reduce_scatter \\[dp_shard_cp\\] [1-9][0-9]* B: .*").size(), 6u);

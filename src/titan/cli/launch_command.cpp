@@ -25,6 +25,9 @@ constexpr const char* kLaunchUsage =
     "  CONFIG         named config or .toml file (run_train.sh; default llama3_debugmodel)\n"
     "  LOG_RANK       ranks echoed to the console: 0, 0,3 or all (default: the rank that logs\n"
     "                 the step line, the first of the last pipeline stage; 0 without one)\n"
+    "  MAX_RESTARTS   times to start every worker again after one fails (default 0; not for\n"
+    "                 a config error); with checkpoint.enable they resume from the latest\n"
+    "                 complete checkpoint\n"
     "  COMM_MODE      fake_backend: validate the config for the world size in one process\n";
 
 }  // namespace

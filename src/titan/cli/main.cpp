@@ -55,7 +55,7 @@ int main(int argc, char** argv) {
     return it->second.run(args);
   } catch (const ConfigError& e) {
     std::cerr << "config error: " << e.what() << "\n";
-    return 2;
+    return distributed::kConfigErrorExitCode;
   } catch (const CommError& e) {
     std::cerr << "error: " << e.what() << "\n";
     return distributed::kPeerFailedExitCode;

@@ -24,6 +24,12 @@ ExpertLoadBalancer::ExpertLoadBalancer(const std::vector<models::CausalLM*>& par
   }
 }
 
+void ExpertLoadBalancer::discard() {
+  for (const auto& l : layers_) {
+    if (l.moe->tokens_per_expert.defined()) l.moe->tokens_per_expert.zero_();
+  }
+}
+
 void ExpertLoadBalancer::step() {
   if (!active()) return;
   torch::NoGradGuard no_grad;

@@ -35,6 +35,8 @@ class ExpertLoadBalancer {
   /// load_balance_coeff > 0), zeroes the counts and records loads() (collective over the loss,
   /// tp and pp groups).
   void step();
+  /// A skipped step: zeroes the counts, leaving the biases and loads() as they were.
+  void discard();
   /// Every MoE layer's load in the last step(), over all pipeline stages, by layer.
   const std::vector<ExpertLoad>& loads() const { return loads_; }
 

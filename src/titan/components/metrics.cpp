@@ -27,7 +27,8 @@ std::string format_step_line(const StepMetrics& m) {
       "tflops: {:.2f}  mfu: {}",
       m.step, m.loss, m.grad_norm, m.memory_gib, m.memory_pct,
       with_commas(static_cast<int64_t>(std::llround(m.tps))), m.tflops,
-      m.mfu ? fmt::format("{:.2f}%", *m.mfu) : "n/a");
+      m.mfu ? fmt::format("{:.2f}%", *m.mfu) : "n/a") +
+         (m.skipped_steps > 0 ? fmt::format("  skipped: {}", m.skipped_steps) : "");
 }
 
 std::string format_validation_line(const StepMetrics& m) {
@@ -86,6 +87,7 @@ void MetricsLogger::record(const StepMetrics& m) {
                       {"loss", m.loss},
                       {"max_loss", m.max_loss},
                       {"grad_norm", m.grad_norm},
+                      {"skipped_steps", m.skipped_steps},
                       {"lr", m.lr},
                       {"tps", m.tps},
                       {"tflops", m.tflops},

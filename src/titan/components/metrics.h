@@ -28,6 +28,7 @@ struct StepMetrics {
   double loss = 0;          // mean next-token cross-entropy over the global batch (nats)
   double max_loss = 0;      // the largest data (and context) rank's mean loss
   double grad_norm = 0;     // global L2 norm before clipping
+  int64_t skipped_steps = 0;  // non-finite steps so far whose update was skipped
   double lr = 0;
   double tps = 0;           // tokens per second per rank
   double tflops = 0;        // achieved training TFLOP/s per rank
@@ -60,15 +61,17 @@ struct StepMetrics {
 };
 
 /// "step: 10  loss: 5.1234  grad_norm: 1.2345  memory: 1.23GiB(4.56%)  tps: 12,345
-///  tflops: 1.23  mfu: 12.34%" (one line; "mfu: n/a" when the device's peak is unknown).
+///  tflops: 1.23  mfu: 12.34%" (one line; "mfu: n/a" when the device's peak is unknown;
+/// "  skipped: N" at the end once a non-finite step was skipped; NaN prints as "nan").
 std::string format_step_line(const StepMetrics& m);
 /// TorchTitan's validation line: "validate step: 10  loss: 5.1234  memory: 1.23GiB(4.56%)
 /// tps: 12,345" (the memory peak since the last record, which includes the validation).
 std::string format_validation_line(const StepMetrics& m);
 
 /// Writes step lines to the log; when `jsonl_path` is non-empty, one JSON object per record to
-/// it (keys step, loss, max_loss, grad_norm, lr, tps, tflops, mfu (null when unknown),
-/// memory_gib, max_active_gib, max_reserved_gib, num_alloc_retries, num_ooms, tokens_seen,
+/// it (keys step, loss, max_loss, grad_norm (a non-finite value as null), skipped_steps, lr,
+/// tps, tflops, mfu (null when unknown), memory_gib, max_active_gib, max_reserved_gib,
+/// num_alloc_retries, num_ooms, tokens_seen,
 /// consumed_samples, step_time_s, data_time_s, cpu_threads; for MoE models expert_load:
 /// {"<layer>": {"max": .., "min": ..}}; with expert parallelism all_to_all_s; with data
 /// parallelism fsdp_wait_s; after a validation validation_loss and validation_tps; a resumed

@@ -53,6 +53,7 @@ struct TrainingSection {
   std::string mixed_precision_param = "bfloat16";
   std::string mixed_precision_reduce = "float32";
   bool skip_bad_documents = false;
+  std::string on_nonfinite = "stop";  // titan's: "stop" or "skip" a step with a NaN/inf loss
 };
 
 struct ParallelismSection {
@@ -80,6 +81,7 @@ struct CheckpointSection {
   bool enable = false;
   std::string folder = "checkpoint";
   int64_t interval = 500;
+  double interval_seconds = 0;  // titan's: also save once this much time passed; 0: off
   int64_t keep_latest_k = 10;
   std::string async_mode = "disabled";
   int64_t load_step = -1;

@@ -178,6 +178,10 @@ std::vector<FieldSpec> build_schema() {
       field("training", "skip_bad_documents", &C::training,
             &TrainingSection::skip_bad_documents,
             "Skip (and count) documents that are not valid JSON / UTF-8 instead of failing"),
+      field("training", "on_nonfinite", &C::training, &TrainingSection::on_nonfinite,
+            "A step whose loss or gradient norm is NaN/inf: stop the run naming it, or skip "
+            "its update (weights and optimizer state unchanged, its batch consumed)",
+            {{"stop", "skip"}}),
       // parallelism
       field("parallelism", "data_parallel_replicate_degree", &C::parallelism,
             &ParallelismSection::data_parallel_replicate_degree,
@@ -250,6 +254,11 @@ std::vector<FieldSpec> build_schema() {
             "Checkpoint folder inside job.dump_folder"),
       field("checkpoint", "interval", &C::checkpoint, &CheckpointSection::interval,
             "Steps between checkpoints", {{}, 1.0}),
+      field("checkpoint", "interval_seconds", &C::checkpoint,
+            &CheckpointSection::interval_seconds,
+            "Also save at the first step ending this many seconds after the last save (rank "
+            "0's clock, so every rank saves the same step); 0: steps only",
+            {{}, 0.0}),
       field("checkpoint", "keep_latest_k", &C::checkpoint, &CheckpointSection::keep_latest_k,
             "Checkpoints kept; 0 keeps all", {{}, 0.0}),
       field("checkpoint", "async_mode", &C::checkpoint, &CheckpointSection::async_mode,

@@ -161,6 +161,8 @@ std::vector<torch::Tensor> FsdpUnit::split_shard_grads(const torch::Tensor& redu
     int64_t len = p.shard_rows * row_numel(p.full_shape);
     shard_grads.push_back(
         reduced.narrow(0, offset, len).view(p.shard.sizes()).to(p.shard.scalar_type()));
+    // The shards' gradients from here on (a later microbatch's are added and freed).
+    platform::retag_memory(shard_grads.back(), platform::MemoryCategory::Gradients);
     offset += len;
   }
   return shard_grads;

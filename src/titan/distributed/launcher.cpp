@@ -13,6 +13,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <filesystem>
 #include <fstream>
@@ -63,7 +64,7 @@ std::string tail_lines(const std::string& path, size_t n) {
   return out;
 }
 
-pid_t spawn_worker(const LaunchOptions& o, int local_rank, int master_port) {
+pid_t spawn_worker(const LaunchOptions& o, int local_rank, int master_port, int restart) {
   int rank = o.node_rank * o.nproc_per_node + local_rank;
   int threads = platform::configured_threads(o.nproc_per_node);
   pid_t parent = getpid();
@@ -81,6 +82,7 @@ pid_t spawn_worker(const LaunchOptions& o, int local_rank, int master_port) {
   setenv("MASTER_ADDR", o.master_addr.c_str(), 1);
   setenv("MASTER_PORT", std::to_string(master_port).c_str(), 1);
   setenv("LOG_RANK", o.log_rank.c_str(), 1);
+  setenv("TORCHELASTIC_RESTART_COUNT", std::to_string(restart).c_str(), 1);
   setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 0);
   std::vector<std::string> argv_s = {"titan"};
   argv_s.insert(argv_s.end(), o.worker_args.begin(), o.worker_args.end());
@@ -97,6 +99,18 @@ int exit_code_of(int status) {
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return 1;
 }
+
+// "exit code 1", or "signal 9 (Killed)" for a worker a signal ended.
+std::string describe_exit(int code) {
+  if (code <= 128) return fmt::format("exit code {}", code);
+  return fmt::format("signal {} ({})", code - 128, strsignal(code - 128));
+}
+
+// A failed start of the workers: the rank shown and its exit code.
+struct Failure {
+  int rank = -1;
+  int code = 0;
+};
 
 // The flight recorder: asks the workers still running (global ranks first_rank + index) to
 // dump their comm traces into `folder` (SIGUSR1), and waits up to 5 s for the files.
@@ -143,51 +157,15 @@ void stop_all(std::vector<pid_t>& pids) {
   }
 }
 
-}  // namespace
-
-LaunchOptions LaunchOptions::from_env() {
-  LaunchOptions o;
-  // As TorchTitan's run_train.sh: one rank per visible GPU; two CPU ranks on a machine without.
-  const int gpus = platform::visible_gpus();
-  o.nproc_per_node = env_int("NGPU", gpus > 0 ? gpus : 2, 1);
-  o.nnodes = env_int("NNODES", 1, 1);
-  int scheduler_node = env_int("OMPI_COMM_WORLD_RANK", env_int("SLURM_NODEID", 0));
-  o.node_rank = env_int("NODE_RANK", scheduler_node);
-  if (o.node_rank >= o.nnodes) {
-    throw ConfigError(fmt::format("NODE_RANK={} must be below NNODES={}", o.node_rank, o.nnodes));
-  }
-  const char* rdzv = std::getenv("RDZV_ENDPOINT");
-  if (rdzv && *rdzv) {
-    std::string endpoint = rdzv;
-    auto colon = endpoint.rfind(':');
-    if (colon == std::string::npos) {
-      throw ConfigError(fmt::format("RDZV_ENDPOINT='{}' must be host:port", endpoint));
-    }
-    o.master_addr = endpoint.substr(0, colon);
-    char* end = nullptr;
-    long port = std::strtol(endpoint.c_str() + colon + 1, &end, 10);
-    if (*end != '\0' || port <= 0 || port > 65535) {
-      throw ConfigError(fmt::format("RDZV_ENDPOINT='{}' has no valid port", endpoint));
-    }
-    o.master_port = static_cast<int>(port);
-  } else if (o.nnodes > 1) {
-    throw ConfigError("RDZV_ENDPOINT=host:port is required when NNODES > 1 (every node must "
-                      "reach the same rendezvous store)");
-  }
-  if (const char* lr = std::getenv("LOG_RANK")) o.log_rank = lr;
-  return o;
-}
-
-int launch(const LaunchOptions& o) {
+// One start of the workers (the restart-th): a failure after stopping the others and printing
+// why, or rank -1 when all succeed.
+Failure run_workers(const LaunchOptions& o, int restart) {
   const auto started = std::filesystem::file_time_type::clock::now();  // newer traces are ours
   int port = o.master_port ? o.master_port : free_local_port();
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-
   std::vector<pid_t> pids;
-  for (int local = 0; local < o.nproc_per_node; ++local) pids.push_back(spawn_worker(o, local, port));
+  for (int local = 0; local < o.nproc_per_node; ++local) {
+    pids.push_back(spawn_worker(o, local, port, restart));
+  }
 
   int running = o.nproc_per_node;
   while (running > 0) {
@@ -195,7 +173,7 @@ int launch(const LaunchOptions& o) {
       std::cerr << fmt::format("titan launch: received signal {}, stopping workers\n",
                                static_cast<int>(g_stop_signal));
       stop_all(pids);
-      return 128 + g_stop_signal;
+      return {-1, 128 + g_stop_signal};
     }
     int status = 0;
     pid_t done = waitpid(-1, &status, WNOHANG);
@@ -237,6 +215,10 @@ int launch(const LaunchOptions& o) {
     std::cerr << fmt::format("titan launch: rank {} (local rank {}) exited with code {}; "
                              "stopped the other workers. Last lines of {}:\n{}",
                              rank, local, primary->second, log, tail_lines(log, 20));
+    if (primary->second > 128) {
+      std::cerr << fmt::format("titan launch: rank {} ended by {}\n", rank,
+                               describe_exit(primary->second));
+    }
     if (!o.comm_traces_folder.empty()) {
       const auto lines = explain_comm_traces(o.comm_traces_folder, started);
       if (!lines.empty()) {
@@ -245,9 +227,75 @@ int launch(const LaunchOptions& o) {
         for (const auto& line : lines) std::cerr << "  " << line << "\n";
       }
     }
-    return primary->second;
+    return {rank, primary->second};
   }
-  return 0;
+  return {};
+}
+
+}  // namespace
+
+LaunchOptions LaunchOptions::from_env() {
+  LaunchOptions o;
+  // As TorchTitan's run_train.sh: one rank per visible GPU; two CPU ranks on a machine without.
+  const int gpus = platform::visible_gpus();
+  o.nproc_per_node = env_int("NGPU", gpus > 0 ? gpus : 2, 1);
+  o.nnodes = env_int("NNODES", 1, 1);
+  int scheduler_node = env_int("OMPI_COMM_WORLD_RANK", env_int("SLURM_NODEID", 0));
+  o.node_rank = env_int("NODE_RANK", scheduler_node);
+  if (o.node_rank >= o.nnodes) {
+    throw ConfigError(fmt::format("NODE_RANK={} must be below NNODES={}", o.node_rank, o.nnodes));
+  }
+  const char* rdzv = std::getenv("RDZV_ENDPOINT");
+  if (rdzv && *rdzv) {
+    std::string endpoint = rdzv;
+    auto colon = endpoint.rfind(':');
+    if (colon == std::string::npos) {
+      throw ConfigError(fmt::format("RDZV_ENDPOINT='{}' must be host:port", endpoint));
+    }
+    o.master_addr = endpoint.substr(0, colon);
+    char* end = nullptr;
+    long port = std::strtol(endpoint.c_str() + colon + 1, &end, 10);
+    if (*end != '\0' || port <= 0 || port > 65535) {
+      throw ConfigError(fmt::format("RDZV_ENDPOINT='{}' has no valid port", endpoint));
+    }
+    o.master_port = static_cast<int>(port);
+  } else if (o.nnodes > 1) {
+    throw ConfigError("RDZV_ENDPOINT=host:port is required when NNODES > 1 (every node must "
+                      "reach the same rendezvous store)");
+  }
+  if (const char* lr = std::getenv("LOG_RANK")) o.log_rank = lr;
+  o.max_restarts = env_int("MAX_RESTARTS", 0);
+  if (o.max_restarts > 0 && o.nnodes > 1) {
+    throw ConfigError(fmt::format("MAX_RESTARTS={} with NNODES={}: restarting every node's "
+                                  "workers together is not built yet (single-node runs only)",
+                                  o.max_restarts, o.nnodes));
+  }
+  return o;
+}
+
+int launch(const LaunchOptions& o) {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  for (int restart = 0;; ++restart) {
+    const Failure failure = run_workers(o, restart);
+    if (failure.code == 0) return 0;
+    if (g_stop_signal || failure.code == kConfigErrorExitCode) return failure.code;
+    if (restart == o.max_restarts) {
+      if (restart > 0) {
+        std::cerr << fmt::format("titan launch: giving up after {} restart(s) (MAX_RESTARTS={}); "
+                                 "the last failure is above\n",
+                                 restart, o.max_restarts);
+      }
+      return failure.code;
+    }
+    std::cerr << fmt::format("titan launch: restart {} of {} (MAX_RESTARTS): rank {} failed with "
+                             "{}; starting every worker again (with checkpoint.enable they "
+                             "resume from the latest complete checkpoint)\n",
+                             restart + 1, o.max_restarts, failure.rank,
+                             describe_exit(failure.code));
+  }
 }
 
 }  // namespace titan::distributed

@@ -11,6 +11,8 @@ namespace titan::distributed {
 /// Exit code of a worker that stopped because a collective failed (a peer died or a timeout):
 /// a consequence of another rank's failure, which the launcher reports instead when it can.
 constexpr int kPeerFailedExitCode = 3;
+/// Exit code of a worker (or command) stopped by a ConfigError: restarting cannot help.
+constexpr int kConfigErrorExitCode = 2;
 
 struct LaunchOptions {
   int nproc_per_node = 2;  // NGPU
@@ -21,21 +23,26 @@ struct LaunchOptions {
   std::string log_rank = "0";     // LOG_RANK: "0", "0,3" or "all"
   std::string dump_folder;        // where logs/rank_<r>.log are written
   std::string comm_traces_folder;  // the flight recorder's (empty: none)
+  int max_restarts = 0;            // MAX_RESTARTS (torchrun's --max_restarts)
   std::vector<std::string> worker_args;  // argv of each worker after the program name
 
   int world_size() const { return nproc_per_node * nnodes; }
 
   /// From NGPU, NNODES, NODE_RANK (or OMPI_COMM_WORLD_RANK, SLURM_NODEID), RDZV_ENDPOINT,
-  /// LOG_RANK. Throws ConfigError naming the variable for a malformed or missing value
-  /// (RDZV_ENDPOINT is required when NNODES > 1).
+  /// LOG_RANK, MAX_RESTARTS. Throws ConfigError naming the variable for a malformed or missing
+  /// value (RDZV_ENDPOINT is required when NNODES > 1; MAX_RESTARTS > 0 needs NNODES = 1:
+  /// restarting every node together is not built yet).
   static LaunchOptions from_env();
 };
 
 /// Starts the workers (`/proc/self/exe` with `worker_args`) and waits. When one exits non-zero
 /// the others are asked for their flight recorder's traces (SIGUSR1, when comm_traces_folder
-/// is set), get SIGTERM (then SIGKILL after 5 s), the failing rank's last log lines and what
-/// the traces say (explain_comm_traces) are printed, and its exit code is returned;
-/// SIGINT/SIGTERM to the launcher reach every worker.
+/// is set), get SIGTERM (then SIGKILL after 5 s), and the failing rank's last log lines and what
+/// the traces say (explain_comm_traces) are printed. Then, up to max_restarts times, every
+/// worker is started again (torchrun's TORCHELASTIC_RESTART_COUNT tells them which start this
+/// is; a trainer with checkpoint.enable resumes from the latest complete checkpoint), unless
+/// the failure was a config error (exit code 2) or a signal to the launcher; otherwise the
+/// failing rank's exit code is returned. SIGINT/SIGTERM to the launcher reach every worker.
 /// Returns 0 when all workers succeed.
 int launch(const LaunchOptions& options);
 

@@ -16,7 +16,6 @@
 #include "titan/errors.h"
 #include "titan/platform/clock.h"
 #include "titan/platform/env.h"
-#include "titan/platform/memory.h"
 
 namespace titan::distributed {
 namespace {
@@ -118,7 +117,6 @@ void ProcessGroup::all_reduce_(torch::Tensor& t, ReduceOp op, const std::string&
 
 PendingWork ProcessGroup::start_all_reduce(const torch::Tensor& t, ReduceOp op,
                                            const std::string& what) {
-  platform::MemoryScope comm(platform::MemoryCategory::Communication);
   if (!backend_) return PendingWork{nullptr, t, t.device(), what};
   PendingWork pending{nullptr, on_device(t), t.device(), what};
   std::vector<torch::Tensor> tensors{pending.buffer};
@@ -130,7 +128,6 @@ PendingWork ProcessGroup::start_all_reduce(const torch::Tensor& t, ReduceOp op,
 }
 
 void ProcessGroup::broadcast_(torch::Tensor& t, int root, const std::string& what) {
-  platform::MemoryScope comm(platform::MemoryCategory::Communication);
   if (!backend_) return;
   torch::Tensor buf = on_device(t);
   std::vector<torch::Tensor> tensors{buf};
@@ -148,7 +145,6 @@ torch::Tensor ProcessGroup::all_gather(const torch::Tensor& t, const std::string
 }
 
 PendingWork ProcessGroup::start_all_gather(const torch::Tensor& t, const std::string& what) {
-  platform::MemoryScope comm(platform::MemoryCategory::Communication);
   if (!backend_) return PendingWork{nullptr, t.clone(), t.device(), what};
   torch::Tensor in = on_device(t);
   auto shape = t.sizes().vec();
@@ -166,7 +162,6 @@ torch::Tensor ProcessGroup::reduce_scatter(const torch::Tensor& t, const std::st
 }
 
 PendingWork ProcessGroup::start_reduce_scatter(const torch::Tensor& t, const std::string& what) {
-  platform::MemoryScope comm(platform::MemoryCategory::Communication);
   TORCH_CHECK(t.dim() == 1 && t.numel() % size() == 0, "reduce_scatter of ", what,
               ": expected a flat tensor divisible by ", size(), ", got ", t.sizes());
   if (!backend_) return PendingWork{nullptr, t.clone(), t.device(), what};
@@ -190,7 +185,6 @@ PendingWork ProcessGroup::start_all_to_all(const torch::Tensor& t,
                                            const std::vector<int64_t>& out_splits,
                                            const std::vector<int64_t>& in_splits,
                                            const std::string& what) {
-  platform::MemoryScope comm(platform::MemoryCategory::Communication);
   const auto total = [](const std::vector<int64_t>& v) {
     return std::accumulate(v.begin(), v.end(), int64_t{0});
   };
@@ -217,7 +211,6 @@ void ProcessGroup::barrier(const std::string& what) {
 }
 
 PendingWork ProcessGroup::send(const torch::Tensor& t, int dst, int tag, const std::string& what) {
-  platform::MemoryScope comm(platform::MemoryCategory::Communication);
   TORCH_CHECK(backend_ && dst != rank_, "send of ", what, ": group ", name_, " has no rank ", dst,
               " to send to");
   PendingWork pending{nullptr, on_device(t), t.device(), what};
@@ -229,14 +222,12 @@ PendingWork ProcessGroup::send(const torch::Tensor& t, int dst, int tag, const s
 
 torch::Tensor ProcessGroup::finish(PendingWork& pending) {
   if (pending.work) wait(pending);
-  platform::MemoryScope comm(platform::MemoryCategory::Communication);
   auto result = pending.buffer.defined() ? pending.buffer.to(pending.home) : torch::Tensor();
   pending = PendingWork{};
   return result;
 }
 
 void ProcessGroup::recv_(torch::Tensor& t, int src, int tag, const std::string& what) {
-  platform::MemoryScope comm(platform::MemoryCategory::Communication);
   const bool in_place = t.device() == device_ && t.is_contiguous();
   auto pending = post_recv(in_place ? t : torch::empty(t.sizes(), t.options().device(device_)),
                            t.device(), src, tag, what);
@@ -246,7 +237,6 @@ void ProcessGroup::recv_(torch::Tensor& t, int src, int tag, const std::string& 
 
 PendingWork ProcessGroup::start_recv(const torch::Tensor& like, int src, int tag,
                                      const std::string& what) {
-  platform::MemoryScope comm(platform::MemoryCategory::Communication);
   return post_recv(torch::empty(like.sizes(), like.options().device(device_)), like.device(), src,
                    tag, what);
 }

@@ -55,8 +55,8 @@ struct PendingWork {
 
 /// A group of ranks. Collectives block until done and throw CommError naming this rank, the
 /// group and the operation `what` when the peer ranks fail or the train timeout passes (and
-/// the flight recorder, when there is one, records each and dumps on that error). Their
-/// buffers count as communication memory (platform/memory.h). They
+/// the flight recorder, when there is one, records each and dumps on that error). Results
+/// count under the caller's memory tag (platform/memory.h). They
 /// take tensors on any device and return results on the input's device; the data moves on the
 /// group's device (the CPU for Gloo, the rank's GPU for NCCL).
 class ProcessGroup {

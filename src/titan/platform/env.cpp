@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <csignal>
 #include <cstdlib>
+#include <string>
 
 #include "titan/errors.h"
 
@@ -18,6 +20,20 @@ int env_int(const char* name, int fallback, int min) {
                                   v, min));
   }
   return static_cast<int>(x);
+}
+
+bool test_hook_at(const char* name, int rank, int64_t step, const char* where) {
+  const char* at = std::getenv(name);
+  if (!at) return false;
+  const std::string want = where ? fmt::format("{}:{}:{}", rank, step, where)
+                                 : fmt::format("{}:{}", rank, step);
+  return want == at;
+}
+
+void kill_if_asked(int rank, int64_t step, const char* where) {
+  if (!test_hook_at("TITAN_TEST_KILL_AT", rank, step, where)) return;
+  if (env_int("TORCHELASTIC_RESTART_COUNT", 0) > 0) return;
+  std::raise(SIGKILL);
 }
 
 }  // namespace titan::platform

@@ -15,6 +15,8 @@
 #include <mutex>
 #include <string>
 
+#include "titan/errors.h"
+
 namespace titan::platform {
 namespace {
 
@@ -28,8 +30,6 @@ std::mutex g_failure_mutex;
 std::optional<AllocationFailure> g_failure;
 int64_t g_limit = 0;  // TITAN_TEST_MEMORY_LIMIT_BYTES, 0: none
 thread_local MemoryTag t_tag;
-
-size_t index_of(MemoryCategory c) { return static_cast<size_t>(c); }
 
 void add_live(int64_t delta, MemoryCategory c) {
   g_by_category[index_of(c)].fetch_add(delta);
@@ -107,7 +107,8 @@ class CountingAllocator final : public c10::Allocator {
     header->tag = {category, -1};
     g_by_category[index_of(from)].fetch_sub(header->bytes);
     g_by_category[index_of(category)].fetch_add(header->bytes);
-    tell_observer([&](MemoryObserver& o) { o.retagged(header->id, header->bytes, from, category); });
+    tell_observer(
+        [&](MemoryObserver& o) { o.retagged(header->id, header->bytes, from, category); });
   }
 
   static void release(void* data) {
@@ -156,7 +157,12 @@ void set_memory_tag(MemoryTag tag) { t_tag = tag; }
 void enable_memory_counting() {
   static CountingAllocator* counting = [] {
     if (const char* limit = std::getenv("TITAN_TEST_MEMORY_LIMIT_BYTES")) {
-      g_limit = std::stoll(limit);
+      char* end = nullptr;
+      g_limit = std::strtoll(limit, &end, 10);
+      if (*end != '\0' || g_limit <= 0) {
+        throw ConfigError(fmt::format(
+            "TITAN_TEST_MEMORY_LIMIT_BYTES='{}' must be a positive number of bytes", limit));
+      }
     }
     auto* a = new CountingAllocator(c10::GetCPUAllocator());
     c10::SetAllocator(c10::DeviceType::CPU, a, /*priority=*/1);

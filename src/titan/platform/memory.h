@@ -39,11 +39,15 @@ enum class MemoryCategory : uint8_t {
   Loss,                 // the final norm, logits, loss and their gradients
 };
 inline constexpr int kMemoryCategories = 8;
+static_assert(static_cast<int>(MemoryCategory::Loss) + 1 == kMemoryCategories);
+/// The category's index in a CategoryBytes.
+inline size_t index_of(MemoryCategory c) { return static_cast<size_t>(c); }
 /// "parameters", "gradients", "optimizer_state", ... (snake case).
 const char* memory_category_name(MemoryCategory c);
 
 /// The category later CPU allocations of a thread count under, and for a block's activations
-/// and activation gradients the block's layer id (-1: none).
+/// and activation gradients the block's layer id (-1: none). Threads titan does not tag
+/// (Gloo's, OpenMP's workers) count as Other.
 struct MemoryTag {
   MemoryCategory category = MemoryCategory::Other;
   int32_t block = -1;

@@ -1,6 +1,7 @@
 #include "titan/tools/memory_snapshot.h"
 
 #include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
 #ifdef TITAN_CUDA
@@ -40,7 +41,8 @@ nlohmann::json by_block(const std::map<int32_t, int64_t>& bytes) {
 }
 
 nlohmann::json state_json(const MemoryState& s) {
-  return {{"seconds", s.seconds}, {"bytes", s.total()}, {"by_category", by_category(s.by_category)}};
+  return {
+      {"seconds", s.seconds}, {"bytes", s.total()}, {"by_category", by_category(s.by_category)}};
 }
 
 nlohmann::json timeline_json(const MemoryTimeline& t) {
@@ -97,8 +99,8 @@ class MemorySnapshot::Recorder final : public platform::MemoryObserver {
   std::vector<MemoryEvent> events_;
 };
 
-MemorySnapshot::MemorySnapshot(const config::ProfilingSection& config, std::string folder,
-                               int rank, torch::Device device)
+MemorySnapshot::MemorySnapshot(const config::ProfilingSection& config, std::string folder, int rank,
+                               torch::Device device)
     : config_(config), folder_(std::move(folder)), rank_(rank), device_(device) {
   if (!config_.enable_memory_snapshot) return;
   log::info("Memory profiler active. Snapshots will be saved at {}", folder_);
@@ -120,7 +122,6 @@ void MemorySnapshot::step_begin(int64_t step) {
 
 void MemorySnapshot::classify(const std::vector<torch::Tensor>& params,
                               const std::vector<torch::Tensor>& optimizer_state) {
-  if (!config_.enable_memory_snapshot) return;
   for (const auto& p : params) {
     platform::retag_memory(p, MemoryCategory::Parameters);
     platform::retag_memory(p.grad(), MemoryCategory::Gradients);
@@ -139,11 +140,11 @@ void MemorySnapshot::step_end(int64_t step) {
 #endif
     return;
   }
-  const size_t events = recorder_->events();
   const auto timeline = recorder_->finish();
+  const size_t events = recorder_->events();
   recorder_.reset();
-  nlohmann::json doc = {{"rank", rank_}, {"step", step}, {"device", device_.str()},
-                        {"events", events}};
+  nlohmann::json doc = {
+      {"rank", rank_}, {"step", step}, {"device", device_.str()}, {"events", events}};
   doc.update(timeline_json(timeline));
   write_text(folder / fmt::format("rank{}_memory_snapshot.json", rank_), doc.dump(2) + "\n");
   write_text(folder / fmt::format("rank{}_memory_timeline.svg", rank_),
@@ -163,8 +164,8 @@ void MemorySnapshot::allocation_failed(int64_t step, const std::string& error) {
 #endif
     return;
   }
-  nlohmann::json doc = {{"rank", rank_}, {"step", step}, {"device", device_.str()},
-                        {"error", error}};
+  nlohmann::json doc = {
+      {"rank", rank_}, {"step", step}, {"device", device_.str()}, {"error", error}};
   if (const auto failure = platform::last_allocation_failure()) {
     doc["requested_bytes"] = failure->requested;
     doc["live_when_failed"] = by_category(failure->live);

@@ -31,13 +31,14 @@ class MemorySnapshot {
   MemorySnapshot& operator=(const MemorySnapshot&) = delete;
   ~MemorySnapshot();
 
+  bool enabled() const { return config_.enable_memory_snapshot; }
   /// Before step `step`'s work: starts recording a profile_freq-th step.
   void step_begin(int64_t step);
-  /// After the optimizer's step: the parameters, their gradients and the optimizer's state
-  /// count as such from their allocation on.
+  /// After the optimizer's step (when enabled()): the parameters, their gradients and the
+  /// optimizer's state count as such from their allocation on.
   void classify(const std::vector<torch::Tensor>& params,
                 const std::vector<torch::Tensor>& optimizer_state);
-  /// After step `step`'s work: writes a recorded step's snapshot.
+  /// After step `step`'s work and checkpoint save: writes a recorded step's snapshot.
   void step_end(int64_t step);
   /// An allocation failed in step `step` with `error`: writes what is known.
   void allocation_failed(int64_t step, const std::string& error);

@@ -11,8 +11,7 @@ namespace {
 
 using platform::MemoryCategory;
 using Kind = MemoryEvent::Kind;
-
-size_t index_of(MemoryCategory c) { return static_cast<size_t>(c); }
+using platform::index_of;
 
 // Where each allocation counts: its final category, and its block when made during the step.
 struct Placement {
@@ -43,6 +42,14 @@ class Replayer {
 
   const MemoryState& state() const { return state_; }
 
+  /// Where event `e`'s allocation counts: its final category, with its block while that is
+  /// the category it was made under.
+  platform::MemoryTag placed(const MemoryEvent& e) const {
+    const auto f = final_.find(e.id);
+    if (f == final_.end() || f->second == e.tag.category) return e.tag;
+    return {f->second, -1};
+  }
+
   /// Applies event i.
   void apply(size_t i) {
     const auto& e = events_[i];
@@ -51,7 +58,7 @@ class Replayer {
     const int64_t delta = e.kind == Kind::Allocated ? e.bytes : -e.bytes;
     const auto made = made_.find(e.id);  // end(): from before the step
     const auto f = final_.find(e.id);
-    const MemoryCategory category = f != final_.end()       ? f->second
+    const MemoryCategory category = f != final_.end()     ? f->second
                                     : made != made_.end() ? made->second.category
                                                           : e.tag.category;
     state_.by_category[index_of(category)] += delta;
@@ -101,8 +108,8 @@ MemoryTimeline replay(const platform::CategoryBytes& start, const std::vector<Me
   int64_t peak_index = -1, peak = std::accumulate(start.begin(), start.end(), int64_t{0});
   for (size_t i = 0; i < events.size(); ++i) {
     if (totals[i] > peak) peak = totals[i], peak_index = static_cast<int64_t>(i);
-    const auto slice = std::min(
-        slices - 1, static_cast<size_t>(span > 0 ? events[i].seconds / span * slices : 0));
+    const auto slice =
+        std::min(slices - 1, static_cast<size_t>(span > 0 ? events[i].seconds / span * slices : 0));
     if (highest[slice] < 0 || totals[i] > totals[highest[slice]]) highest[slice] = i;
   }
   // Pass 2: the states at those moments.
@@ -117,7 +124,7 @@ MemoryTimeline replay(const platform::CategoryBytes& start, const std::vector<Me
     replayer.apply(i);
     if (static_cast<int64_t>(i) == peak_index) {
       out.peak = replayer.state();
-      out.peak_tag = events[i].tag;
+      out.peak_tag = replayer.placed(events[i]);
     }
     if (sampled[i]) out.samples.push_back(replayer.state());
   }

@@ -34,11 +34,13 @@ struct MemoryState {
   std::map<int32_t, int64_t> activations_by_block, activation_gradients_by_block;
 
   int64_t total() const;
+  int64_t bytes(platform::MemoryCategory c) const { return by_category[platform::index_of(c)]; }
 };
 
 struct MemoryTimeline {
   MemoryState start, peak, end;
-  /// The allocation that reached the peak (the start's tag when nothing rose above it).
+  /// Where the allocation that reached the peak counts (its final category; Other when
+  /// nothing rose above the start).
   platform::MemoryTag peak_tag;
   /// At most max_samples moments spread over the step (each the highest of its time slice).
   std::vector<MemoryState> samples;

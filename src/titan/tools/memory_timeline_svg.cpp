@@ -10,7 +10,8 @@ namespace {
 using platform::MemoryCategory;
 
 constexpr double kChartWidth = 900, kChartHeight = 500;
-constexpr double kChartLeft = 80, kChartRight = 200, kChartTop = 40, kChartBottom = 60;  // the legend on the right
+constexpr double kChartLeft = 80, kChartRight = 200, kChartTop = 40,
+                 kChartBottom = 60;  // the legend on the right
 
 struct ChartLayer {
   MemoryCategory category;
@@ -18,15 +19,11 @@ struct ChartLayer {
 };
 // Bottom to top: what lives across steps first.
 constexpr ChartLayer kChartLayers[] = {
-    {MemoryCategory::Parameters, "#1f77b4"},  {MemoryCategory::Gradients, "#ff7f0e"},
+    {MemoryCategory::Parameters, "#1f77b4"},     {MemoryCategory::Gradients, "#ff7f0e"},
     {MemoryCategory::OptimizerState, "#2ca02c"}, {MemoryCategory::Communication, "#9467bd"},
-    {MemoryCategory::Activations, "#d62728"}, {MemoryCategory::ActivationGradients, "#e377c2"},
-    {MemoryCategory::Loss, "#8c564b"},        {MemoryCategory::Other, "#7f7f7f"},
+    {MemoryCategory::Activations, "#d62728"},    {MemoryCategory::ActivationGradients, "#e377c2"},
+    {MemoryCategory::Loss, "#8c564b"},           {MemoryCategory::Other, "#7f7f7f"},
 };
-
-int64_t bytes_of(const MemoryState& s, MemoryCategory c) {
-  return s.by_category[static_cast<size_t>(c)];
-}
 
 }  // namespace
 
@@ -40,7 +37,8 @@ std::string memory_timeline_svg(const MemoryTimeline& timeline, const std::strin
   if (xs.hi <= 0) xs.hi = 1;
   if (ys.hi <= 0) ys.hi = 1;
   ys.hi *= 1.08;  // room for the peak's label
-  const double plot_w = kChartWidth - kChartLeft - kChartRight, plot_h = kChartHeight - kChartTop - kChartBottom;
+  const double plot_w = kChartWidth - kChartLeft - kChartRight,
+               plot_h = kChartHeight - kChartTop - kChartBottom;
   auto px = [&](double ms) { return kChartLeft + ms / xs.hi * plot_w; };
   auto py = [&](double v) { return kChartTop + (ys.hi - v) / ys.hi * plot_h; };
 
@@ -56,13 +54,14 @@ std::string memory_timeline_svg(const MemoryTimeline& timeline, const std::strin
     std::string upper, lower;
     for (size_t i = 0; i < points.size(); ++i) {
       const double x = px(points[i].seconds * 1e3);
-      const double top = below[i] + bytes_of(points[i], layer.category) / unit;
+      const double top = below[i] + points[i].bytes(layer.category) / unit;
       upper += fmt::format("{:.1f},{:.1f} ", x, py(top));
       lower = fmt::format("{:.1f},{:.1f} ", x, py(below[i])) + lower;
       below[i] = top;
     }
-    svg += fmt::format("<polygon fill=\"{}\" fill-opacity=\"0.85\" stroke=\"none\" points=\"{}{}\"/>\n",
-                       layer.color, upper, lower);
+    svg += fmt::format(
+        "<polygon fill=\"{}\" fill-opacity=\"0.85\" stroke=\"none\" points=\"{}{}\"/>\n",
+        layer.color, upper, lower);
   }
   // Axes.
   for (double t : ticks(xs, nice_step(xs, 8))) {
@@ -81,8 +80,8 @@ std::string memory_timeline_svg(const MemoryTimeline& timeline, const std::strin
       "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"black\"/>\n"
       "<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">time in the step (ms)</text>\n"
       "<text transform=\"translate(20,{}) rotate(-90)\" text-anchor=\"middle\">{}</text>\n",
-      kChartLeft, kChartTop, plot_w, plot_h, kChartLeft + plot_w / 2, kChartHeight - 15, kChartTop + plot_h / 2,
-      gib ? "GiB" : "MiB");
+      kChartLeft, kChartTop, plot_w, plot_h, kChartLeft + plot_w / 2, kChartHeight - 15,
+      kChartTop + plot_h / 2, gib ? "GiB" : "MiB");
   // The peak, and the legend.
   const double peak_x = px(timeline.peak.seconds * 1e3);
   svg += fmt::format(
@@ -99,7 +98,7 @@ std::string memory_timeline_svg(const MemoryTimeline& timeline, const std::strin
         "<text x=\"{}\" y=\"{}\">{} {:.1f}</text>\n",
         x, y, kChartLayers[i].color, x + 20, y + 11,
         platform::memory_category_name(kChartLayers[i].category),
-        bytes_of(timeline.peak, kChartLayers[i].category) / unit);
+        timeline.peak.bytes(kChartLayers[i].category) / unit);
   }
   svg += "</svg>\n";
   return svg;

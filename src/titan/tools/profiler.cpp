@@ -34,9 +34,13 @@ std::set<ActivityType> activities(bool cuda) {
 
 void join_backward_spans_in(const std::filesystem::path& path) {
   nlohmann::json trace;
-  {
+  try {
     std::ifstream in(path);
     trace = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    log::warn("The profiler trace {} is not JSON titan can read ({}): left as Kineto wrote it",
+              path.string(), e.what());
+    return;
   }
   join_backward_spans(trace);
   std::ofstream(path) << trace.dump() << "\n";

@@ -6,7 +6,8 @@
 // - "data loading", "optimizer", "checkpoint save";
 // - "layers.<id> forward" (a block's compute, inside its FSDP gather), "layers.<id> backward"
 //   (the whole block, its gradient reduce-scatter included), "output forward/backward" (final
-//   norm and logits) and "loss forward/backward" (models/common/block_trace.h);
+//   norm and logits) and "loss forward/backward" (models/common/block_trace.h); under
+//   activation checkpointing a block's recompute is a second "forward" inside its backward;
 // - every collective's wait on the calling thread, "<op> [<group>] <bytes> B: <what>" (the
 //   communication compute did not hide), and each collective from issue to completion on the
 //   backend's thread (c10d's "gloo:..." ranges; NCCL's kernels on a GPU), which shows what

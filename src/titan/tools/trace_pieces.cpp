@@ -1,6 +1,7 @@
 #include "titan/tools/trace_pieces.h"
 
 #include <algorithm>
+#include <cstring>
 #include <map>
 #include <string>
 #include <utility>
@@ -9,21 +10,36 @@
 namespace titan::tools {
 namespace {
 
-constexpr const char* kBegins = " backward";
-constexpr const char* kEnds = " backward ends";
+constexpr const char* kEnds = " ends";
 // Piece tracks' thread ids: the thread's own id plus this.
 constexpr int64_t kTrackOffset = 1'000'000'000;
 
-bool ends_with(const std::string& s, const std::string& suffix) {
-  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+// Whether `name` is a piece's: "output", "loss" or "layers.<digits>".
+bool is_piece(const std::string& name) {
+  if (name == "output" || name == "loss") return true;
+  const std::string prefix = "layers.";
+  return name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0 &&
+         std::all_of(name.begin() + prefix.size(), name.end(),
+                     [](char c) { return c >= '0' && c <= '9'; });
 }
 
-// The marker kind of event `e`: 1 a piece's backward begins, 2 it ends, 0 neither.
+// The marker kind of event `e`: 1 "<piece> backward" (it begins), 2 "<piece> backward ends",
+// 0 neither.
 int marker(const nlohmann::json& e) {
   if (e.value("ph", "") != "X" || e.value("cat", "") != "user_annotation") return 0;
-  const std::string name = e.value("name", "");
-  if (ends_with(name, kEnds)) return 2;
-  return ends_with(name, kBegins) ? 1 : 0;
+  std::string name = e.value("name", "");
+  int kind = 1;
+  if (name.size() > std::strlen(kEnds) &&
+      name.compare(name.size() - std::strlen(kEnds), std::string::npos, kEnds) == 0) {
+    name.resize(name.size() - std::strlen(kEnds));
+    kind = 2;
+  }
+  const std::string backward = " backward";
+  if (name.size() <= backward.size() ||
+      name.compare(name.size() - backward.size(), std::string::npos, backward) != 0) {
+    return 0;
+  }
+  return is_piece(name.substr(0, name.size() - backward.size())) ? kind : 0;
 }
 
 }  // namespace
@@ -50,7 +66,7 @@ void join_backward_spans(nlohmann::json& trace) {
         open[name].push_back(m);
         continue;
       }
-      auto& begins = open[name.substr(0, name.size() - std::string(kEnds).size()) + kBegins];
+      auto& begins = open[name.substr(0, name.size() - std::string(kEnds).size())];
       if (begins.empty()) continue;
       const auto* begin = begins.back();
       begins.pop_back();
@@ -60,8 +76,13 @@ void join_backward_spans(nlohmann::json& trace) {
       const nlohmann::json track = tid.is_number_integer()
                                        ? nlohmann::json(tid.get<int64_t>() + kTrackOffset)
                                        : nlohmann::json(tid.dump() + " (model pieces)");
-      spans.push_back({{"ph", "X"}, {"cat", "user_annotation"}, {"name", (*begin)["name"]},
-                       {"pid", (*m)["pid"]}, {"tid", track}, {"ts", start}, {"dur", end - start}});
+      spans.push_back({{"ph", "X"},
+                       {"cat", "user_annotation"},
+                       {"name", (*begin)["name"]},
+                       {"pid", (*m)["pid"]},
+                       {"tid", track},
+                       {"ts", start},
+                       {"dur", end - start}});
       tracks[thread] = {(*m)["pid"], track};
     }
   }
@@ -71,7 +92,9 @@ void join_backward_spans(nlohmann::json& trace) {
   }
   for (auto& s : spans) kept.push_back(std::move(s));
   for (const auto& [thread, track] : tracks) {
-    kept.push_back({{"ph", "M"}, {"name", "thread_name"}, {"pid", track.first},
+    kept.push_back({{"ph", "M"},
+                    {"name", "thread_name"},
+                    {"pid", track.first},
                     {"tid", track.second},
                     {"args", {{"name", "model pieces (backward), thread " + thread.second}}}});
   }

@@ -5,7 +5,9 @@
 #include <chrono>
 #include <ctime>
 #include <filesystem>
+#include <limits>
 #include <thread>
+#include <tuple>
 
 #include "titan/components/data/dataloader.h"
 #include "titan/components/manifest.h"
@@ -18,6 +20,7 @@
 #include "titan/models/common/transformer_block.h"
 #include "titan/platform/blas.h"
 #include "titan/platform/device.h"
+#include "titan/platform/env.h"
 #include "titan/platform/logging.h"
 #include "titan/platform/memory.h"
 #include "titan/platform/clock.h"
@@ -133,6 +136,20 @@ std::string tensorboard_folder(const config::JobConfig& job) {
   char stamp[32];
   std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M", &local);
   return job.job.dump_folder + "/" + job.metrics.save_tb_folder + "/" + stamp;
+}
+
+
+// Test hook (tests/integration/nonfinite_step_test.cpp): TITAN_TEST_NAN_AT="<rank>:<step>"
+// makes that rank's first gradient NaN after the step's backward.
+void poison_gradients_if_asked(int rank, int64_t step, const std::vector<torch::Tensor>& params) {
+  if (!platform::test_hook_at("TITAN_TEST_NAN_AT", rank, step)) return;
+  torch::NoGradGuard no_grad;
+  for (const auto& p : params) {
+    if (!p.grad().defined()) continue;
+    log::warn("TITAN_TEST_NAN_AT: rank {} makes a gradient NaN in step {}", rank, step);
+    p.mutable_grad().fill_(std::numeric_limits<float>::quiet_NaN());
+    return;
+  }
 }
 
 }  // namespace
@@ -325,6 +342,7 @@ void Trainer::write_manifest() {
       {"device", {{"type", device_.str()}, {"name", platform::device_name(device_)},
                   {"memory_bytes", platform::device_capacity_bytes(device_)}}},
       {"peak_flops", peak_flops_ ? nlohmann::json(*peak_flops_) : nlohmann::json()},
+      {"restart_count", platform::env_int("TORCHELASTIC_RESTART_COUNT", 0)},
   };
   components::write_manifest(job_.job.dump_folder + "/run_manifest.json", manifest);
 }
@@ -341,9 +359,9 @@ double Trainer::clip_scale(double norm) const {
   return max_norm > 0 && norm > max_norm ? max_norm / (norm + 1e-6) : 1.0;
 }
 
-Trainer::StepResult Trainer::train_step_or_snapshot(int64_t step) {
+void Trainer::snapshot_on_allocation_failure(int64_t step, const std::function<void()>& work) {
   try {
-    return train_step(step);
+    work();
   } catch (const c10::OutOfMemoryError& e) {
     memory_snapshot_->allocation_failed(step, e.what_without_backtrace());
     throw;
@@ -373,17 +391,30 @@ Trainer::StepResult Trainer::train_step(int64_t step) {
   }
   consumed_samples_ += data_->layout().global_batch_size();
   for (auto& part : model_parts_) part->finish_backward();
+  poison_gradients_if_asked(world_->info().rank, step, params_);
   r.grad_norm = grad_norm();
+  std::tie(r.loss, r.max_loss) = global_losses(local_loss);
+  // Both are global: every rank takes the same branch.
+  if (!std::isfinite(r.loss) || !std::isfinite(r.grad_norm)) {
+    skip_nonfinite_step(step, r);
+    return r;
+  }
   load_balancer_->step();
   {
     RECORD_USER_SCOPE("optimizer");
     platform::MemoryScope optimizer(platform::MemoryCategory::OptimizerState);
     optimizer_->step(scheduler_->lr_at(step), clip_scale(r.grad_norm));
   }
-  auto state = optimizer_->exp_avg();
-  const auto& second = optimizer_->exp_avg_sq();
-  state.insert(state.end(), second.begin(), second.end());
-  memory_snapshot_->classify(params_, state);
+  if (memory_snapshot_->enabled()) {
+    auto state = optimizer_->exp_avg();
+    const auto& second = optimizer_->exp_avg_sq();
+    state.insert(state.end(), second.begin(), second.end());
+    memory_snapshot_->classify(params_, state);
+  }
+  return r;
+}
+
+std::pair<double, double> Trainer::global_losses(double local_loss) {
   auto& loss_group = *mesh_["loss"];
   auto loss_t = torch::tensor({local_loss}, torch::kDouble);
   auto max_t = loss_t.clone();
@@ -391,13 +422,25 @@ Trainer::StepResult Trainer::train_step(int64_t step) {
   // Each of the loss group's ranks holds the same number of tokens: its own mean loss is its
   // share of the global mean times the group's size (TorchTitan's global_max_loss).
   loss_group.all_reduce_(max_t, distributed::ReduceOp::Max, "max loss all-reduce");
-  r.loss = forward_backward_->sum_over_stages(loss_t.item<double>());
-  r.max_loss = forward_backward_->sum_over_stages(max_t.item<double>() * loss_group.size());
-  if (!std::isfinite(r.loss)) {
-    throw Error(fmt::format("loss is {} at step {}; lower optimizer.lr or check the data",
-                            r.loss, step));
+  return {forward_backward_->sum_over_stages(loss_t.item<double>()),
+          forward_backward_->sum_over_stages(max_t.item<double>() * loss_group.size())};
+}
+
+void Trainer::skip_nonfinite_step(int64_t step, const StepResult& r) {
+  if (job_.training.on_nonfinite != "skip") {
+    throw Error(fmt::format("step {}: loss {}, grad_norm {}; stopped before its update, so no "
+                            "weight or checkpoint holds it (training.on_nonfinite = stop; "
+                            "'skip' skips such steps): lower optimizer.lr or check the data",
+                            step, r.loss, r.grad_norm));
   }
-  return r;
+  // As if the step had not run, but for its batch: no update, no expert-bias update, the
+  // gradients dropped.
+  load_balancer_->discard();
+  optimizer_->zero_grad();
+  ++skipped_steps_;
+  log::warn("step {}: loss {}, grad_norm {}: skipped its update (training.on_nonfinite = "
+            "skip; {} skipped so far)",
+            step, r.loss, r.grad_norm, skipped_steps_);
 }
 
 void Trainer::record_memory(components::StepMetrics& m) {
@@ -471,6 +514,7 @@ int64_t Trainer::resume() {
     return 1;
   }
   optimizer_->set_steps_taken(state["train_state"]["optimizer_steps"].get<int64_t>());
+  skipped_steps_ = state["train_state"].value("skipped_steps", int64_t{0});
   consumed_samples_ = restore_data_position(state, loaded->path);
   log::info("Resumed from {} (step {}; {} samples consumed, the data continues at sample {} "
             "with global batch {})",
@@ -512,7 +556,8 @@ void Trainer::save_checkpoint(int64_t step, bool last) {
   nlohmann::json state = {
       {"train_state", {{"step", step},
                        {"tokens_seen", consumed_samples_ * seq_len},
-                       {"optimizer_steps", optimizer_->steps_taken()}}},
+                       {"optimizer_steps", optimizer_->steps_taken()},
+                       {"skipped_steps", skipped_steps_}}},
       {"lr_scheduler", {{"step", step}}},
       {"dataloader", {{"consumed_samples", consumed_samples_}, {"seq_len", seq_len}}}};
   const bool model_only = last && job_.checkpoint.last_save_model_only;
@@ -525,9 +570,8 @@ namespace {
 // Test hook (tests/integration/flight_recorder_test.cpp): TITAN_TEST_STALL_AT="<rank>:<step>"
 // stops that rank before the step for good, so its peers wait in the step's first collective.
 void stall_if_asked(int rank, int64_t step) {
-  const char* at = std::getenv("TITAN_TEST_STALL_AT");
-  if (!at || fmt::format("{}:{}", rank, step) != at) return;
-  log::warn("TITAN_TEST_STALL_AT={}: rank {} stops before step {}", at, rank, step);
+  if (!platform::test_hook_at("TITAN_TEST_STALL_AT", rank, step)) return;
+  log::warn("TITAN_TEST_STALL_AT: rank {} stops before step {}", rank, step);
   std::this_thread::sleep_for(std::chrono::hours(1));
 }
 
@@ -541,24 +585,30 @@ void Trainer::train() {
     return;
   }
   int64_t first = resume();
-  log::info("Training starts at step {} of {}", first, t.steps);
+  const int restart = platform::env_int("TORCHELASTIC_RESTART_COUNT", 0);
+  log::info("Training starts at step {} of {}{}", first, t.steps,
+            restart > 0 ? fmt::format(" (the launcher's restart {})", restart) : "");
   auto window_start = Clock::now();
   double window_data = 0, window_all_to_all = 0, window_fsdp_wait = 0;
   int64_t window_steps = 0;
   for (int64_t step = first; step <= t.steps; ++step) {
     const int64_t epoch = data_->epoch(consumed_samples_);
     stall_if_asked(world_->info().rank, step);
+    platform::kill_if_asked(world_->info().rank, step);
     profiler_->step_begin(step);
     memory_snapshot_->step_begin(step);
-    StepResult r = train_step_or_snapshot(step);
+    StepResult r;
+    snapshot_on_allocation_failure(step, [&] {
+      r = train_step(step);
+      if (step == first) log_state_memory();
+      if (checkpoint_->should_save(step, t.steps)) save_checkpoint(step, step == t.steps);
+    });
+    profiler_->step_end(step);
+    memory_snapshot_->step_end(step);
     if (data_->epoch(consumed_samples_) > epoch) {
       log::info("Dataset exhausted in step {}: the data starts pass {} from sample 0", step,
                 data_->epoch(consumed_samples_) + 1);
     }
-    if (step == first) log_state_memory();
-    if (checkpoint_->should_save(step, t.steps)) save_checkpoint(step, step == t.steps);
-    memory_snapshot_->step_end(step);
-    profiler_->step_end(step);
     window_data += r.data_time_s;
     for (auto& part : model_parts_) {
       window_all_to_all += part->take_all_to_all_seconds();
@@ -585,6 +635,7 @@ void Trainer::train() {
     m.loss = r.loss;
     m.max_loss = r.max_loss;
     m.grad_norm = r.grad_norm;
+    m.skipped_steps = skipped_steps_;
     m.lr = scheduler_->lr_at(step);
     m.step_time_s = elapsed / static_cast<double>(window_steps);
     m.data_time_s = window_data / static_cast<double>(window_steps);

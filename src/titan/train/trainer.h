@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -101,8 +102,14 @@ class Trainer {
   /// The memory peaks since the last record into `m`, then a new peak window.
   void record_memory(components::StepMetrics& m);
   StepResult train_step(int64_t step);
-  /// train_step, writing the memory snapshot of a failed allocation before rethrowing.
-  StepResult train_step_or_snapshot(int64_t step);
+  /// The step's global mean loss and global max loss from this rank's loss sum.
+  std::pair<double, double> global_losses(double local_loss);
+  /// A step whose loss or gradient norm `r` is not finite: throws Error naming it, or under
+  /// training.on_nonfinite = skip drops its gradients and expert counts and counts it.
+  void skip_nonfinite_step(int64_t step, const StepResult& r);
+  /// Runs step `step`'s `work`, writing the memory snapshot of a failed allocation
+  /// (c10::OutOfMemoryError) before rethrowing it.
+  void snapshot_on_allocation_failure(int64_t step, const std::function<void()>& work);
   /// Global L2 norm of the gradients over every mesh dimension.
   double grad_norm();
   /// The factor gradient clipping (training.max_norm) multiplies the gradients by at `norm`.
@@ -142,6 +149,7 @@ class Trainer {
   /// Global samples trained on before the next step: where the data continues, under any global
   /// batch size, data-parallel degree or accumulation split (Megatron's consumed_samples).
   int64_t consumed_samples_ = 0;
+  int64_t skipped_steps_ = 0;  // non-finite steps whose update was skipped
 };
 
 }  // namespace titan::train

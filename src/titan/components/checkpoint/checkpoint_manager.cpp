@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <limits>
 #include <regex>
 #include <set>
 
@@ -16,6 +17,7 @@
 #include "titan/errors.h"
 #include "titan/platform/logging.h"
 #include "titan/platform/clock.h"
+#include "titan/platform/env.h"
 
 namespace titan::components::checkpoint {
 namespace {
@@ -23,6 +25,16 @@ namespace {
 namespace fs = std::filesystem;
 using platform::Clock;
 using platform::seconds_since;
+
+std::string message_of(const std::exception_ptr& error) {
+  try {
+    std::rethrow_exception(error);
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "an unknown error";
+  }
+}
 
 const std::vector<std::string>& loadable_parts() {
   static const std::vector<std::string> parts = {"model", "optimizer", "lr_scheduler",
@@ -157,8 +169,20 @@ bool CheckpointManager::excluded(const std::string& part) const {
   return std::find(ex.begin(), ex.end(), part) != ex.end();
 }
 
-bool CheckpointManager::should_save(int64_t step, int64_t last_step) const {
-  return config_.enable && (step == last_step || step % config_.interval == 0);
+bool CheckpointManager::should_save(int64_t step, int64_t last_step) {
+  if (!config_.enable) return false;
+  if (step == last_step || step % config_.interval == 0) return true;
+  if (config_.interval_seconds <= 0) return false;
+  const double since = seconds_since(last_save_);
+  const bool due = on_rank0("decide whether step " + std::to_string(step) + " saves", [&] {
+    return int64_t{since >= config_.interval_seconds};
+  }) != 0;
+  if (due && world_->rank() == 0) {
+    log::info("[checkpoint] step {}: {:.1f} s since the last save (checkpoint.interval_seconds "
+              "= {})",
+              step, since, config_.interval_seconds);
+  }
+  return due;
 }
 
 void CheckpointManager::save(int64_t step, const ShardedStateDict& model,
@@ -211,6 +235,9 @@ void CheckpointManager::save(int64_t step, const ShardedStateDict& model,
       job->error = std::current_exception();
     }
   }
+  // Test hook (tests/integration/restart_test.cpp): killed with its files written, the
+  // checkpoint not yet complete.
+  platform::kill_if_asked(world_->rank(), step, "save");
   complete(*job);
 }
 
@@ -239,6 +266,7 @@ void CheckpointManager::complete(Job& job) {
   });
   log::info("[checkpoint] saved {}{} in {:.2f} s", final_dir,
             job.model_only ? " (model only)" : "", seconds_since(job.start));
+  last_save_ = Clock::now();
 }
 
 void CheckpointManager::prune() const {
@@ -258,8 +286,8 @@ void CheckpointManager::prune() const {
   sync_path(folder_);
 }
 
-std::optional<int64_t> CheckpointManager::find_step() const {
-  const std::set<int64_t> steps = steps_in(folder_);
+std::optional<int64_t> CheckpointManager::find_step(int64_t below) const {
+  std::set<int64_t> steps = steps_in(folder_);
   if (config_.load_step >= 0) {
     if (steps.count(config_.load_step) == 0) {
       throw CheckpointError(fmt::format("{}: checkpoint.load_step = {} but there is no step-{} "
@@ -270,6 +298,7 @@ std::optional<int64_t> CheckpointManager::find_step() const {
     }
     return config_.load_step;
   }
+  steps.erase(steps.lower_bound(below), steps.end());
   if (steps.empty()) return std::nullopt;
   return *steps.rbegin();
 }
@@ -279,10 +308,30 @@ std::optional<LoadResult> CheckpointManager::load(ShardedStateDict& model,
                                                   nlohmann::json& rank_state) {
   if (!config_.enable) return std::nullopt;
   wait();
-  const int64_t step = on_rank0("find the checkpoint to load in " + folder_,
-                                [&] { return find_step().value_or(-1); });
-  if (step >= 0) {
-    return load_folder(step_folder(step), /*initial=*/false, model, optimizer, rank_state);
+  int64_t below = std::numeric_limits<int64_t>::max();
+  std::exception_ptr newest_failure;
+  while (true) {
+    const int64_t step = on_rank0("find the checkpoint to load in " + folder_,
+                                  [&] { return find_step(below).value_or(-1); });
+    if (step < 0) break;
+    if (config_.load_step >= 0) {
+      return load_folder(step_folder(step), /*initial=*/false, model, optimizer, rank_state);
+    }
+    LoadResult result;
+    const auto error =
+        try_load_folder(step_folder(step), /*initial=*/false, model, optimizer, rank_state, result);
+    if (!error) return result;
+    log::warn("[checkpoint] {} cannot be loaded ({}); trying the previous complete checkpoint "
+              "(the folder is left as it is)",
+              step_folder(step), message_of(error));
+    if (!newest_failure) newest_failure = error;
+    below = step;
+  }
+  if (newest_failure) {
+    // Starting over would overwrite them: stop with the newest one's failure (a peer's shows
+    // as CommError, so the launcher names the rank at fault).
+    log::error("[checkpoint] no complete checkpoint in {} loads; stopping", folder_);
+    std::rethrow_exception(newest_failure);
   }
   const std::string& initial = config_.initial_load_path;
   if (initial.empty()) return std::nullopt;
@@ -305,8 +354,19 @@ std::optional<LoadResult> CheckpointManager::load(ShardedStateDict& model,
 LoadResult CheckpointManager::load_folder(const std::string& dir, bool initial,
                                           ShardedStateDict& model, ShardedStateDict& optimizer,
                                           nlohmann::json& rank_state) {
-  const auto start = Clock::now();
   LoadResult result;
+  if (auto error = try_load_folder(dir, initial, model, optimizer, rank_state, result)) {
+    std::rethrow_exception(error);
+  }
+  return result;
+}
+
+std::exception_ptr CheckpointManager::try_load_folder(const std::string& dir, bool initial,
+                                                      ShardedStateDict& model,
+                                                      ShardedStateDict& optimizer,
+                                                      nlohmann::json& rank_state,
+                                                      LoadResult& result) {
+  const auto start = Clock::now();
   std::exception_ptr error;
   try {
     const CheckpointMetadata metadata = read_metadata(dir);
@@ -333,10 +393,10 @@ LoadResult CheckpointManager::load_folder(const std::string& dir, bool initial,
   } catch (...) {
     error = std::current_exception();
   }
-  agree("load " + dir, error);
+  if (auto agreed = agreed_error("load " + dir, error)) return agreed;
   log::info("[checkpoint] loaded {}{} in {:.2f} s", dir, result.model_only ? " (model only)" : "",
             seconds_since(start));
-  return result;
+  return nullptr;
 }
 
 int64_t CheckpointManager::on_rank0(const std::string& what, const std::function<int64_t()>& f) {
@@ -361,13 +421,17 @@ int64_t CheckpointManager::on_rank0(const std::string& what, const std::function
 }
 
 void CheckpointManager::agree(const std::string& what, const std::exception_ptr& local) {
+  if (auto error = agreed_error(what, local)) std::rethrow_exception(error);
+}
+
+std::exception_ptr CheckpointManager::agreed_error(const std::string& what,
+                                                   const std::exception_ptr& local) {
   torch::Tensor failed = torch::full({1}, local ? 1 : 0, torch::kInt64);
   world_->all_reduce_(failed, distributed::ReduceOp::Max, "checkpoint: " + what);
-  if (local) std::rethrow_exception(local);
-  if (failed.item<int64_t>() != 0) {
-    throw CommError(fmt::format("rank {}: another rank failed to {} (its error is in its log)",
-                                world_->rank(), what));
-  }
+  if (local) return local;
+  if (failed.item<int64_t>() == 0) return nullptr;
+  return std::make_exception_ptr(CommError(fmt::format(
+      "rank {}: another rank failed to {} (its error is in its log)", world_->rank(), what)));
 }
 
 }  // namespace titan::components::checkpoint

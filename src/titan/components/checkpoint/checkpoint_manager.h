@@ -38,6 +38,7 @@
 #include "titan/components/checkpoint/sharded_tensor.h"
 #include "titan/config/job_config.h"
 #include "titan/distributed/process_group.h"
+#include "titan/platform/clock.h"
 
 namespace titan::components::checkpoint {
 
@@ -73,8 +74,10 @@ class CheckpointManager {
   std::string step_folder(int64_t step) const;
 
   /// True when checkpoint.enable and `step` is a multiple of checkpoint.interval or is
-  /// `last_step` (training.steps).
-  bool should_save(int64_t step, int64_t last_step) const;
+  /// `last_step` (training.steps), or checkpoint.interval_seconds have passed on rank 0 since
+  /// the last save completed (or since this manager was made). Collective when
+  /// interval_seconds > 0: every rank gets rank 0's answer.
+  bool should_save(int64_t step, int64_t last_step);
 
   /// Saves checkpoint `step` (collective: every rank, same step). `model` and `optimizer` are
   /// this rank's pieces (any device; FSDP row shards, or whole tensors with writer = false on
@@ -94,8 +97,10 @@ class CheckpointManager {
   void wait();
 
   /// Resumes (collective). Without checkpoint.enable: nothing. Otherwise loads
-  /// `step-<load_step>`, or the highest `step-<N>` of folder() when load_step = -1
-  /// (`step-<N>.tmp` folders are ignored), or, when the folder holds none, initial_load_path (a
+  /// `step-<load_step>`, or the highest `step-<N>` of folder() that loads when load_step = -1
+  /// (`step-<N>.tmp` folders are ignored; one that fails to load, e.g. a truncated or corrupt
+  /// file, is named in a warning and left in place, and the next lower one is tried), or, when
+  /// the folder holds none, initial_load_path (a
   /// titan step folder, or a Hugging Face folder with initial_load_in_hf; model only with
   /// initial_load_model_only). Fills the pieces of `model` and `optimizer` in place (resharding
   /// from any saved layout), except the parts named in exclude_from_loading, and replaces the
@@ -116,15 +121,23 @@ class CheckpointManager {
   bool excluded(const std::string& part) const;
   void complete(Job& job);
   void prune() const;
-  std::optional<int64_t> find_step() const;
+  /// checkpoint.load_step, or the highest complete step below `below`.
+  std::optional<int64_t> find_step(int64_t below) const;
   LoadResult load_folder(const std::string& dir, bool initial, ShardedStateDict& model,
                          ShardedStateDict& optimizer, nlohmann::json& rank_state);
+  /// load_folder, returning the failure (this rank's error, or CommError for a peer's) instead
+  /// of throwing it; every rank returns one when any rank failed.
+  std::exception_ptr try_load_folder(const std::string& dir, bool initial,
+                                     ShardedStateDict& model, ShardedStateDict& optimizer,
+                                     nlohmann::json& rank_state, LoadResult& result);
   /// Runs `f` on rank 0 and shares its outcome: its int64 result, or its failure (rank 0
   /// rethrows its own; the others throw CommError, a peer's failure).
   int64_t on_rank0(const std::string& what, const std::function<int64_t()>& f);
   /// Rethrows `local` or, when another rank failed `what`, throws CommError (a peer's failure:
   /// the launcher then shows the failing rank's error; collective).
   void agree(const std::string& what, const std::exception_ptr& local);
+  /// agree()'s outcome without throwing: `local`, a CommError for a peer's failure, or null.
+  std::exception_ptr agreed_error(const std::string& what, const std::exception_ptr& local);
 
   config::CheckpointSection config_;
   std::string folder_;
@@ -132,6 +145,7 @@ class CheckpointManager {
   ModelIdentity model_;
   torch::ScalarType export_dtype_;
   std::unique_ptr<Job> pending_;
+  platform::Clock::time_point last_save_ = platform::Clock::now();  // or construction
   std::thread writer_;
 };
 

@@ -1,6 +1,7 @@
 #include "titan/models/common/block_trace.h"
 
 #include <fmt/format.h>
+#include <torch/csrc/autograd/engine.h>
 
 #include <atomic>
 #include <memory>
@@ -16,10 +17,20 @@ using torch::autograd::variable_list;
 
 std::atomic<int> g_tracing{0};
 
-// One piece's backward, opened by OpenBackward and closed by CloseBackward.
+// One piece's backward, opened by OpenBackward and closed by CloseBackward, or at the end of
+// the backward pass when that never runs (a pass that stops before the piece's input: a
+// pipeline's weight-only backward).
 struct BackwardRange {
   TracedPiece piece;
   platform::MemoryTag saved;
+  bool open = false;
+
+  void close() {
+    if (!open) return;
+    open = false;
+    RECORD_USER_SCOPE(piece.name() + " backward ends");
+    platform::set_memory_tag(saved);
+  }
 };
 using RangeState = c10::intrusive_ptr<platform::AutogradState<std::shared_ptr<BackwardRange>>>;
 
@@ -33,14 +44,15 @@ struct BackwardMarker : public torch::autograd::Function<BackwardMarker<kOpens>>
     return t;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
-    auto& range = *platform::saved_state<std::shared_ptr<BackwardRange>>(ctx);
+    const auto range = platform::saved_state<std::shared_ptr<BackwardRange>>(ctx);
     if constexpr (kOpens) {
-      RECORD_USER_SCOPE(range.piece.name() + " backward");
-      range.saved = platform::current_memory_tag();
-      platform::set_memory_tag(range.piece.backward_tag());
+      RECORD_USER_SCOPE(range->piece.name() + " backward");
+      range->saved = platform::current_memory_tag();
+      range->open = true;
+      platform::set_memory_tag(range->piece.backward_tag());
+      torch::autograd::Engine::get_default_engine().queue_callback([range] { range->close(); });
     } else {
-      RECORD_USER_SCOPE(range.piece.name() + " backward ends");
-      platform::set_memory_tag(range.saved);
+      range->close();
     }
     return {grads[0], torch::Tensor()};
   }
@@ -79,7 +91,8 @@ TracedForward::TracedForward(TracedPiece piece)
 torch::Tensor with_traced_backward(TracedPiece piece, const torch::Tensor& x,
                                    const std::function<torch::Tensor(const torch::Tensor&)>& fn) {
   if (!tracing() || !torch::GradMode::is_enabled() || !x.requires_grad()) return fn(x);
-  auto state = platform::autograd_state(std::make_shared<BackwardRange>(BackwardRange{piece, {}}));
+  auto state =
+      platform::autograd_state(std::make_shared<BackwardRange>(BackwardRange{piece, {}, false}));
   auto y = fn(CloseBackward::apply(x, state));
   return y.requires_grad() ? OpenBackward::apply(y, state) : y;
 }

@@ -1,10 +1,12 @@
 // The model's pieces as the profiler and memory snapshots see them. Each block ("layers.<id>"),
-// the output ("output": final norm and logits) and the loss ("loss") runs its forward as a profiler range
-// "<name> forward" with its CPU allocations counted as its activations (the output's and loss's as loss).
-// While tracing is on (the profiler records, or a memory snapshot is taken) and autograd records
-// the piece, two identity autograd nodes around it count its backward's allocations as its
+// the output ("output": final norm and logits) and the loss ("loss") runs its forward as a profiler
+// range
+// "<name> forward" with its CPU allocations counted as its activations (the output's and loss's as
+// loss). While tracing is on (the profiler records, or a memory snapshot is taken) and autograd
+// records the piece, two identity autograd nodes around it count its backward's allocations as its
 // activation gradients (the output's and loss's as loss): the node on its result runs first in
-// backward and sets the tag, the node on its input runs last and restores it. They also leave
+// backward and sets the tag, the node on its input runs last and restores it (or the end of
+// the backward pass, when it stops short of the piece's input). They also leave
 // the profiler two short ranges, "<name> backward" and "<name> backward ends", which
 // tools/trace_pieces.h joins into one span (a range cannot outlive the autograd node it starts
 // in and stay nested). Tracing off, nothing is added to the graph.
@@ -14,6 +16,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <string>
 
 #include "titan/platform/memory.h"
 

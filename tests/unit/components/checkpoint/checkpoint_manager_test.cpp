@@ -400,8 +400,7 @@ TEST_F(Manager, RefusesAForeignModel) {
 
 TEST_F(Manager, RefusesMissingOrCorruptMetadata) {
   auto m = manager(base_config());
-  save(*m, 1);
-  save(*m, 2);
+  save(*m, 2);  // the only one: nothing to fall back to
   fs::remove(step_dir(2) / "metadata.json");
   std::string error = load_error(*m);
   EXPECT_NE(error.find("step-2/metadata.json: missing: the checkpoint is incomplete or not a "
@@ -414,6 +413,27 @@ TEST_F(Manager, RefusesMissingOrCorruptMetadata) {
   std::ofstream(step_dir(2) / "metadata.json") << "{\"format\": \"other\"}";
   error = load_error(*m);
   EXPECT_NE(error.find("step-2/metadata.json: not a titan checkpoint"), std::string::npos) << error;
+}
+
+// A newest checkpoint that fails to load is left in place and the one before it loads; with
+// checkpoint.load_step naming it, its error stands.
+TEST_F(Manager, ADamagedNewestCheckpointFallsBackToThePreviousOne) {
+  auto m = manager(base_config());
+  save(*m, 1);
+  save(*m, 2, /*shift=*/1.0);
+  const auto data = step_dir(2) / "rank_0.bin";
+  fs::resize_file(data, fs::file_size(data) - 1);
+  ShardedStateDict model, optimizer;
+  nlohmann::json state;
+  auto result = load(*m, model, optimizer, state);
+  ASSERT_TRUE(result);
+  EXPECT_EQ(result->step, 1);
+  expect_equal(model_state(), model);
+  EXPECT_EQ(state, rank_state(1));
+  EXPECT_TRUE(fs::exists(data));
+  auto c = base_config();
+  c.load_step = 2;
+  EXPECT_NE(load_error(*manager(c)).find("rank_0.bin"), std::string::npos);
 }
 
 // --- Several processes: this binary re-executed as the ranks of a real Gloo world. ---

@@ -1,0 +1,85 @@
+// Launcher restarts (MAX_RESTARTS) over 30 steps with a checkpoint every 5 (llama3 debug model,
+// seq 64, FSDP 2). A rank killed with SIGKILL (the TITAN_TEST_KILL_AT hook, which fires in the
+// first start only) at a random step, or in the middle of a save (its files written, the
+// checkpoint not complete), makes the launcher start every worker again; they resume from the
+// latest complete checkpoint and finish, and every step logged, the first start's and the
+// repeated ones, has the loss and gradient norm of an uninterrupted run. The manifest records
+// the restart. Without restarts left the launcher gives up with the failing rank's signal.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <regex>
+
+#include "support/training.h"
+
+namespace titan {
+namespace {
+
+const std::string kArgs =
+    "--module llama3 --config llama3_debugmodel --training.seq_len 64 "
+    "--training.local_batch_size 4 --checkpoint.enable --checkpoint.interval 5 "
+    "--training.steps 30 ";
+
+// The step `run` resumed from ("Resumed from .../step-N"), or 0.
+int resumed_from(const testing::TrainRun& run) {
+  std::smatch m;
+  static const std::regex line("Resumed from \\S*step-([0-9]+)");
+  return std::regex_search(run.command.output, m, line) ? std::stoi(m[1]) : 0;
+}
+
+void expect_restarted_like(const testing::TrainRun& whole, const testing::TrainRun& run,
+                           const std::string& what) {
+  ASSERT_EQ(run.command.exit_code, 0) << what << "\n" << run.command.output;
+  EXPECT_NE(run.command.output.find("titan launch: restart 1 of 2 (MAX_RESTARTS)"),
+            std::string::npos)
+      << what << "\n"
+      << run.command.output;
+  const int resume = resumed_from(run);
+  EXPECT_GT(resume, 0) << what << "\n" << run.command.output;
+  for (const auto& record : run.records) {
+    const int step = record["step"].get<int>();
+    ASSERT_GE(step, 1);
+    ASSERT_LE(step, 30);
+    EXPECT_EQ(record["loss"], whole.records[step - 1]["loss"]) << what << " step " << step;
+    EXPECT_EQ(record["grad_norm"], whole.records[step - 1]["grad_norm"]) << what;
+  }
+  // Every step after the resume point was logged once the run restarted.
+  ASSERT_GE(run.records.size(), static_cast<size_t>(30 - resume)) << what;
+  for (int i = 0; i < 30 - resume; ++i) {
+    const auto& record = run.records[run.records.size() - (30 - resume) + i];
+    EXPECT_EQ(record["step"].get<int>(), resume + 1 + i) << what;
+  }
+  std::ifstream manifest(run.dump / "run_manifest.json");
+  EXPECT_EQ(nlohmann::json::parse(manifest)["restart_count"].get<int>(), 1) << what;
+}
+
+TEST(LauncherRestart, AKilledRankResumesFromTheLatestCheckpointWithTheSameLosses) {
+  const auto whole = testing::train_steps(2, kArgs, 30);
+  std::mt19937 rng(20261204);
+  std::vector<std::string> kills;
+  for (int i = 0; i < 2; ++i) {
+    const int rank = std::uniform_int_distribution<int>(0, 1)(rng);
+    const int step = std::uniform_int_distribution<int>(2, 29)(rng);
+    kills.push_back(std::to_string(rank) + ":" + std::to_string(step));
+  }
+  kills.push_back("1:10:save");  // mid-save: step-10 stays incomplete, step 5 is the latest
+  for (const auto& kill : kills) {
+    auto run =
+        testing::train("OMP_NUM_THREADS=1 NGPU=2 MAX_RESTARTS=2 TITAN_TEST_KILL_AT=" + kill, kArgs);
+    expect_restarted_like(whole, run, "killed at " + kill);
+    if (kill == "1:10:save") {
+      EXPECT_EQ(resumed_from(run), 5) << run.command.output;
+    }
+  }
+}
+
+TEST(LauncherRestart, WithoutRestartsTheLauncherGivesUpNamingTheSignal) {
+  auto run = testing::train("OMP_NUM_THREADS=1 NGPU=2 TITAN_TEST_KILL_AT=1:3", kArgs);
+  EXPECT_NE(run.command.exit_code, 0);
+  EXPECT_NE(run.command.output.find("rank 1 ended by signal 9"), std::string::npos)
+      << run.command.output;
+  EXPECT_EQ(run.command.output.find("restart 1"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace titan
