@@ -32,6 +32,20 @@ int convert_command(const Args& args);
 /// diverged, 2 bad input (missing or malformed files, incomparable runs without --force).
 int compare_command(const Args& args);
 
+/// `titan validate [--steps N] ...`: the config shortened to N eager steps on NGPU ranks, run
+/// and resumed from its halfway checkpoint; a pass/fail table (every rank steps, loss finite
+/// and falling, checkpoints written, the reload bit-equal). Exit code 0 all pass, 1 a check
+/// failed, 2 bad usage.
+int validate_command(const Args& args);
+/// What a passing `titan validate` leaves in job.dump_folder: the model, flavor and world size
+/// of the validated eager baseline.
+inline constexpr const char* kValidatedBaselineFile = "validated_baseline.json";
+
+/// `titan plan --world N --device D [--check] ...`: layouts for the config's model on N ranks of
+/// D, tried in the seed's order with their memory per rank and verdicts (train/layout_search.h).
+/// Exit code 0 a layout fits, 1 none does, 2 bad usage.
+int plan_command(const Args& args);
+
 /// Dispatches `argv` to a subcommand; maps ConfigError to exit code 2, other errors to 1.
 int main(int argc, char** argv);
 

@@ -1,4 +1,5 @@
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <cstdlib>
@@ -110,6 +111,12 @@ int compare_command(const Args& args) {
       std::cerr << "titan compare: the curves of these runs are not comparable; pass --force to "
                    "compare them anyway\n";
       return 2;
+    }
+    if (const auto changed = tools::changed_variables(a, b); changed.size() > 1) {
+      std::cerr << fmt::format(
+          "titan compare: warning: {} all changed between the runs; a comparison that changes "
+          "one at a time tells which one moved the curve\n",
+          fmt::join(changed, ", "));
     }
     auto comparison = tools::compare_runs(a, b, rtol, grad_rtol);
     std::cout << fmt::format("A (baseline): {}\nB:            {}\n", a.folder.string(),

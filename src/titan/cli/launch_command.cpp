@@ -1,6 +1,12 @@
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <iostream>
+#include <vector>
 
 #include "titan/cli/commands.h"
 #include "titan/config/resolve.h"
@@ -29,6 +35,43 @@ constexpr const char* kLaunchUsage =
     "                 a config error); with checkpoint.enable they resume from the latest\n"
     "                 complete checkpoint\n"
     "  COMM_MODE      fake_backend: validate the config for the world size in one process\n";
+
+// The seed's tuning keys this config sets: parallelism beyond one data-parallel dimension,
+// and compile mode.
+std::vector<std::string> tuning_keys(const config::JobConfig& job,
+                                     const distributed::ParallelDims& dims) {
+  std::vector<std::string> out;
+  if (dims.tp > 1) out.push_back("parallelism.tensor_parallel_degree");
+  if (dims.pp > 1) out.push_back("parallelism.pipeline_parallel_degree");
+  if (dims.cp > 1) out.push_back("parallelism.context_parallel_degree");
+  if (dims.ep > 1) out.push_back("parallelism.expert_parallel_degree");
+  if (dims.dp_replicate > 1 && dims.dp_shard > 1) {
+    out.push_back("parallelism.data_parallel_replicate_degree");
+  }
+  if (job.compile.enable) out.push_back("compile.enable");
+  return out;
+}
+
+// Info, not an error: a tuning run of a model with no validated eager baseline in its dump
+// folder (what `titan validate` writes there) skips the seed's first practice.
+void note_missing_baseline(const config::JobConfig& job, const distributed::ParallelDims& dims) {
+  const auto keys = tuning_keys(job, dims);
+  if (keys.empty()) return;
+  const auto path = std::filesystem::path(job.job.dump_folder) / kValidatedBaselineFile;
+  std::ifstream in(path);
+  if (in) {
+    const auto baseline = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+    if (baseline.is_object() && baseline.value("model", "") == job.model.name &&
+        baseline.value("flavor", "") == job.model.flavor) {
+      return;
+    }
+  }
+  std::cerr << fmt::format(
+      "titan launch: info: {} set, but {} holds no validated eager baseline of {} {}: validate "
+      "one first (./run_train.sh --validate with the 1D layout) so that titan compare has a "
+      "trusted curve to match\n",
+      fmt::join(keys, ", "), job.job.dump_folder, job.model.name, job.model.flavor);
+}
 
 }  // namespace
 
@@ -59,6 +102,7 @@ int launch_command(const Args& all_args) {
   if (worker == "train") {
     auto dims = distributed::ParallelDims::from_config(job.parallelism, options.world_size());
     train::check_trainable(job, dims);
+    note_missing_baseline(job, dims);
     if (!std::getenv("LOG_RANK")) options.log_rank = std::to_string(train::metrics_rank(job, dims));
   }
   options.dump_folder = job.job.dump_folder;

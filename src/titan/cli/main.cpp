@@ -26,6 +26,8 @@ const std::map<std::string, Command>& commands() {
       {"tokenize", {tokenize_command, "print the token ids of a text as a JSON array"}},
       {"convert", {convert_command, "convert between titan checkpoints and Hugging Face folders"}},
       {"compare", {compare_command, "compare two runs' losses step by step, plot both curves"}},
+      {"validate", {validate_command, "run a config for a few eager steps, resume it, check it"}},
+      {"plan", {plan_command, "propose layouts for a model on N ranks of a device, with memory"}},
   };
   return table;
 }

@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 
+#include "titan/config/resolve.h"
 #include "titan/errors.h"
 
 namespace titan::tools {
@@ -103,7 +104,50 @@ std::vector<std::string> sorted_hashes(const RunRecord& run) {
   return hashes;
 }
 
+// training.seq_len of the run's resolved config (manifest config_toml), 0 when unknown.
+int64_t seq_len_of(const RunRecord& run) {
+  const auto it = run.manifest.find("config_toml");
+  if (it == run.manifest.end() || !it->is_string()) return 0;
+  config::JobConfig job;
+  try {
+    config::apply_toml(job, it->get<std::string>(), (run.folder / "run_manifest.json").string());
+  } catch (const ConfigError&) {
+    return 0;
+  }
+  return job.training.seq_len;
+}
+
+// The manifest's <section>.<key>, or null.
+nlohmann::json value_at(const RunRecord& run, const char* section, const char* key) {
+  const auto s = run.manifest.find(section);
+  if (s == run.manifest.end() || !s->is_object() || !s->contains(key)) return nullptr;
+  return (*s)[key];
+}
+
 }  // namespace
+
+std::vector<std::string> changed_variables(const RunRecord& a, const RunRecord& b) {
+  std::vector<std::string> out;
+  const auto differs = [](const nlohmann::json& x, const nlohmann::json& y) {
+    return !x.is_null() && !y.is_null() && x != y;
+  };
+  if (differs(value_at(a, "model", "name"), value_at(b, "model", "name")) ||
+      differs(value_at(a, "model", "flavor"), value_at(b, "model", "flavor"))) {
+    out.push_back("model");
+  }
+  const int64_t seq_a = seq_len_of(a), seq_b = seq_len_of(b);
+  const auto tokens_a = value_at(a, "data", "tokens_per_step");
+  const auto tokens_b = value_at(b, "data", "tokens_per_step");
+  if (seq_a > 0 && seq_b > 0 && tokens_a.is_number_integer() && tokens_b.is_number_integer() &&
+      tokens_a.get<int64_t>() / seq_a != tokens_b.get<int64_t>() / seq_b) {
+    out.push_back("batch");
+  }
+  if (seq_a > 0 && seq_b > 0 && seq_a != seq_b) out.push_back("sequence");
+  if (differs(value_at(a, "world", "layout"), value_at(b, "world", "layout"))) {
+    out.push_back("layout");
+  }
+  return out;
+}
 
 RunRecord read_run(const fs::path& folder) {
   if (!fs::is_directory(folder)) {

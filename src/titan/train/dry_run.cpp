@@ -110,13 +110,11 @@ void add_stage(tools::LayoutPlan& rank, const tools::LayoutPlan& stage) {
 // its schedule keeps in flight), then the breakdown of the rank that holds the most.
 void print_pipeline(const TrainSpec& spec, const config::JobConfig& job,
                     const distributed::ParallelDims& dims, std::ostream& out) {
-  using components::with_commas;
   namespace pipe = distributed::pipeline;
   const auto pipeline = pipe::plan_pipeline(job, dims.pp, [&](const models::PipelineSplit& split) {
     return spec.pipeline_split(job.model.flavor, split);
   });
   const auto& s = pipeline.schedule;
-  const auto in_flight = pipe::peak_in_flight(s);
   const std::string formula =
       pipe::is_multi_stage(s.kind)
           ? ""
@@ -127,35 +125,63 @@ void print_pipeline(const TrainSpec& spec, const config::JobConfig& job,
                      "forwards{})\n",
                      pipe::schedule_name(s.kind), s.pp, s.num_stages, s.microbatches,
                      pipeline.microbatch_size, 100.0 * pipe::simulated_bubble(s), formula);
-  tools::LayoutPlan heaviest;
-  int heaviest_rank = 0;
-  for (int r = 0; r < s.pp; ++r) {
-    std::string stages;
-    tools::LayoutPlan rank;
-    for (int stage : s.stages_of_rank(r)) {
-      const auto& piece = pipeline.stages.at(stage);
-      auto part = spec.build_part(job.model.flavor, torch::kMeta, piece);
-      add_stage(rank, tools::plan_layout(*part, job, dims,
-                                         {pipeline.microbatch_size, in_flight.at(stage)}));
-      stages += fmt::format("{}stage {} ({}blocks [{}, {}){}, {} microbatch(es) in flight)",
-                            stages.empty() ? "" : ", ", stage, piece.embedding ? "embedding, " : "",
-                            piece.first_layer, piece.end_layer,
-                            piece.output ? ", norm and output" : "", in_flight.at(stage));
-    }
+  const auto ranks = plan_pipeline_ranks(spec, job, dims);
+  size_t heaviest = 0;
+  for (size_t r = 0; r < ranks.size(); ++r) {
     out << fmt::format("    pp rank {}: {}; {} parameters per rank, memory {:.2f} GiB "
                        "(estimate)\n",
-                       r, stages, with_commas(rank.params_per_rank), gib(rank.memory.total()));
-    if (rank.memory.total() > heaviest.memory.total()) {
-      heaviest = rank;
-      heaviest_rank = r;
-    }
+                       r, ranks[r].stages, components::with_commas(ranks[r].plan.params_per_rank),
+                       gib(ranks[r].plan.memory.total()));
+    if (ranks[r].plan.memory.total() > ranks[heaviest].plan.memory.total()) heaviest = r;
   }
   out << fmt::format("  the rank holding the most, pp rank {} (its stages together):\n",
-                     heaviest_rank);
-  print_plan(heaviest, dims, job, out);
+                     heaviest);
+  print_plan(ranks[heaviest].plan, dims, job, out);
 }
 
 }  // namespace
+
+std::vector<PipelineRankPlan> plan_pipeline_ranks(const TrainSpec& spec,
+                                                  const config::JobConfig& job,
+                                                  const distributed::ParallelDims& dims) {
+  namespace pipe = distributed::pipeline;
+  const auto pipeline = pipe::plan_pipeline(job, dims.pp, [&](const models::PipelineSplit& split) {
+    return spec.pipeline_split(job.model.flavor, split);
+  });
+  const auto& s = pipeline.schedule;
+  const auto in_flight = pipe::peak_in_flight(s);
+  std::vector<PipelineRankPlan> out(s.pp);
+  for (int r = 0; r < s.pp; ++r) {
+    for (int stage : s.stages_of_rank(r)) {
+      const auto& piece = pipeline.stages.at(stage);
+      auto part = spec.build_part(job.model.flavor, torch::kMeta, piece);
+      add_stage(out[r].plan, tools::plan_layout(*part, job, dims,
+                                                {pipeline.microbatch_size, in_flight.at(stage)}));
+      out[r].stages += fmt::format(
+          "{}stage {} ({}blocks [{}, {}){}, {} microbatch(es) in flight)",
+          out[r].stages.empty() ? "" : ", ", stage, piece.embedding ? "embedding, " : "",
+          piece.first_layer, piece.end_layer, piece.output ? ", norm and output" : "",
+          in_flight.at(stage));
+    }
+  }
+  return out;
+}
+
+tools::LayoutPlan plan_heaviest_rank(const config::JobConfig& job, int world_size) {
+  config::validate_for_world(job, world_size);
+  auto dims = distributed::ParallelDims::from_config(job.parallelism, world_size);
+  const auto& spec = get_train_spec(job.model.name);
+  auto model = spec.build_on_device(job.model.flavor, torch::kMeta);
+  distributed::check_tensor_parallel(*model, dims.tp, job.training.seq_len,
+                                     !job.parallelism.disable_sequence_parallel);
+  distributed::check_context_parallel(job.parallelism, dims.cp, job.training.seq_len);
+  if (!dims.pp_enabled()) return tools::plan_layout(*model, job, dims);
+  tools::LayoutPlan heaviest;
+  for (auto& rank : plan_pipeline_ranks(spec, job, dims)) {
+    if (rank.plan.memory.total() > heaviest.memory.total()) heaviest = rank.plan;
+  }
+  return heaviest;
+}
 
 int dry_run(const config::JobConfig& job, int world_size, std::ostream& out) {
   config::validate_for_world(job, world_size);

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <chrono>
-#include <ctime>
 #include <filesystem>
 #include <limits>
 #include <thread>
@@ -130,12 +129,8 @@ namespace {
 
 // <dump_folder>/<save_tb_folder>/<YYYYmmdd-HHMM> at the start, in local time, as TorchTitan.
 std::string tensorboard_folder(const config::JobConfig& job) {
-  const std::time_t now = std::time(nullptr);
-  std::tm local{};
-  localtime_r(&now, &local);
-  char stamp[32];
-  std::strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M", &local);
-  return job.job.dump_folder + "/" + job.metrics.save_tb_folder + "/" + stamp;
+  return job.job.dump_folder + "/" + job.metrics.save_tb_folder + "/" +
+         platform::local_time_stamp("%Y%m%d-%H%M");
 }
 
 

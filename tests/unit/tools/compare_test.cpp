@@ -23,6 +23,8 @@ struct FakeRun {
   std::string tokenizer = "byte";
   std::string sha256 = "ab12";
   std::string flavor = "debugmodel";
+  int64_t seq_len = 64;
+  std::string layout = "pp 1 x dp_replicate 1 x dp_shard 2 x cp 1 x tp 1 (world 2)";
 };
 
 fs::path write_run(const fs::path& root, const std::string& name, const FakeRun& run) {
@@ -41,7 +43,9 @@ fs::path write_run(const fs::path& root, const std::string& name, const FakeRun&
       {"data",
        {{"tokenizer", run.tokenizer},
         {"files", {{{"path", "/data/" + name + ".txt"}, {"bytes", 10}, {"sha256", run.sha256}}}},
-        {"tokens_per_step", run.tokens_per_step}}}};
+        {"tokens_per_step", run.tokens_per_step}}},
+      {"world", {{"layout", run.layout}}},
+      {"config_toml", "[training]\nseq_len = " + std::to_string(run.seq_len) + "\n"}};
   std::ofstream(dir / "run_manifest.json") << manifest.dump(2);
   return dir;
 }
@@ -134,6 +138,25 @@ TEST_F(CompareTest, DifferentTokensPerStepIsRefusedUnlessForced) {
   diverged.losses[4] = 5.0;
   auto c = write_run(root_, "runC", diverged);
   EXPECT_EQ(compare(a, c, "--force").exit_code, 1);
+}
+
+// The seed's anti-pattern: more than one of model, batch, sequence and layout changed at once
+// (here the sequence halved with the batch doubled, same tokens per step, and the layout).
+TEST_F(CompareTest, SeveralVariablesChangedAtOnceWarns) {
+  FakeRun other{kLosses};
+  other.seq_len = 32;
+  other.layout = "pp 1 x dp_replicate 1 x dp_shard 1 x cp 1 x tp 2 (world 2)";
+  auto a = write_run(root_, "runA", {kLosses});
+  auto b = write_run(root_, "runB", other);
+  auto r = compare(a, b);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("warning: batch, sequence, layout all changed"), std::string::npos)
+      << r.output;
+  FakeRun layout_only{kLosses};
+  layout_only.layout = other.layout;
+  auto c = write_run(root_, "runC", layout_only);
+  r = compare(a, c);
+  EXPECT_EQ(r.output.find("changed between the runs"), std::string::npos) << r.output;
 }
 
 TEST_F(CompareTest, DifferentModelDataOrTokenizerIsRefused) {

@@ -1,0 +1,113 @@
+// `titan plan`: the layout planner as a command (train/layout_search.h). For the config's model
+// on --world ranks of --device, it lists the layouts tried in the seed's order with the memory
+// per rank each needs and why it was rejected or chosen, and prints the chosen one's
+// overrides; with --check it judges the config's own layout instead.
+#include <fmt/format.h>
+
+#include <iostream>
+
+#include "titan/cli/commands.h"
+#include "titan/config/resolve.h"
+#include "titan/errors.h"
+#include "titan/train/layout_search.h"
+
+namespace titan::cli {
+namespace {
+
+constexpr const char* kPlanUsage =
+    "Usage: titan plan --module M --config C --world N --device D [--ranks_per_node R]\n"
+    "                  [--headroom H] [--check] [--section.key value]...\n"
+    "Proposes layouts for the config's model on N ranks of D (trn2, trn3, h100, h200, cpu) in\n"
+    "the seed's order: FSDP, then tensor parallelism, then pipeline parallelism, sharding\n"
+    "within a node before across nodes; each planned on the meta device against the rank's\n"
+    "memory less H (default 0.25: runtime overhead, temporaries and what the estimate leaves\n"
+    "out). The first that fits is chosen. --check judges the config's own layout instead.\n"
+    "Exit code 0: a layout fits; 1: none does.\n";
+
+struct PlanArgs {
+  int world = 0;
+  std::string device;
+  int ranks_per_node = 0;
+  double headroom = 0.25;
+  bool check = false;
+  Args rest;
+};
+
+PlanArgs parse_plan_args(const Args& args) {
+  PlanArgs out;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const auto& a = args[i];
+    const bool has_value = i + 1 < args.size();
+    if (a == "--world" && has_value) {
+      out.world = std::stoi(args[++i]);
+    } else if (a == "--device" && has_value) {
+      out.device = args[++i];
+    } else if (a == "--ranks_per_node" && has_value) {
+      out.ranks_per_node = std::stoi(args[++i]);
+    } else if (a == "--headroom" && has_value) {
+      out.headroom = std::stod(args[++i]);
+    } else if (a == "--check") {
+      out.check = true;
+    } else {
+      out.rest.push_back(a);
+    }
+  }
+  if (out.world < 1 || out.device.empty() || out.headroom < 0 || out.headroom >= 1) {
+    throw ConfigError(
+        fmt::format("titan plan needs --world N >= 1 and --device D, and "
+                    "--headroom in [0, 1)\n{}",
+                    kPlanUsage));
+  }
+  return out;
+}
+
+void print_row(const train::LayoutProposal& p) {
+  const std::string memory =
+      p.bytes_per_rank ? fmt::format("{:.2f} GiB", *p.bytes_per_rank / (1024.0 * 1024 * 1024))
+                       : "-";
+  std::cout << fmt::format("| {} | {} | {} |\n", p.layout, memory, p.reason);
+}
+
+}  // namespace
+
+int plan_command(const Args& all_args) {
+  for (const auto& a : all_args) {
+    if (a == "--help" || a == "-h") {
+      std::cout << kPlanUsage;
+      return 0;
+    }
+  }
+  const PlanArgs args = parse_plan_args(all_args);
+  const auto job = config::resolve(config::parse_command_line(args.rest));
+  auto device = train::device_profile(args.device, args.world);
+  if (args.ranks_per_node > 0) device.ranks_per_node = args.ranks_per_node;
+  std::cout << fmt::format(
+      "titan plan: {} {} on {} {} ranks ({:.1f} GiB per rank, {} per node, tp up to {}; "
+      "headroom {:.0f}%)\n  {}\n  seq_len {}, local batch {}, activation checkpointing {}\n\n",
+      job.model.name, job.model.flavor, args.world, device.name,
+      device.memory_bytes / (1024.0 * 1024 * 1024), device.ranks_per_node, device.max_tp,
+      100 * args.headroom, device.source, job.training.seq_len, job.training.local_batch_size,
+      job.activation_checkpoint.mode);
+  std::cout << "| layout | memory per rank | verdict |\n|---|---|---|\n";
+  if (args.check) {
+    const auto p = train::check_layout(job, args.world, device, args.headroom);
+    print_row(p);
+    return p.chosen ? 0 : 1;
+  }
+  const auto proposals = train::propose_layouts(job, args.world, device, args.headroom);
+  for (const auto& p : proposals) print_row(p);
+  if (proposals.empty() || !proposals.back().chosen) {
+    std::cout << "\nno layout fits: more ranks, a shorter sequence or a smaller batch\n";
+    return 1;
+  }
+  const auto& p = proposals.back().parallelism;
+  std::cout << fmt::format(
+      "\nchosen: {}: --parallelism.data_parallel_replicate_degree {} "
+      "--parallelism.data_parallel_shard_degree {} --parallelism.tensor_parallel_degree {} "
+      "--parallelism.pipeline_parallel_degree {}\n",
+      proposals.back().layout, p.data_parallel_replicate_degree, p.data_parallel_shard_degree,
+      p.tensor_parallel_degree, p.pipeline_parallel_degree);
+  return 0;
+}
+
+}  // namespace titan::cli
