@@ -1,5 +1,6 @@
 // Typed errors. Every message names what is at fault (key, file, line, rank, tensor)
-// and, where it helps, what would be valid. apps/titan.cpp maps ConfigError to exit code 2.
+// and, where it helps, what would be valid. cli/main.cpp maps ConfigError to exit code 2, and
+// a training worker (cli/train_command.cpp) DivergedError to 4 (distributed/launcher.h).
 #pragma once
 
 #include <stdexcept>
@@ -27,6 +28,13 @@ class DataError : public Error {
 
 /// Missing, corrupt or foreign checkpoint / model files.
 class CheckpointError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// A training step whose loss or gradient norm is not finite, stopped before its update
+/// (training.on_nonfinite = stop): a restart would repeat it, so the launcher does not restart.
+class DivergedError : public Error {
  public:
   using Error::Error;
 };

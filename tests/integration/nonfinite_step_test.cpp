@@ -5,7 +5,8 @@
 //   is skipped, so step 3's checkpoint holds exactly step 2's weights and optimizer state while
 //   the data moved on by its batch, and training continues with finite losses;
 // - "stop" (the default): the run stops naming the step, before the update, so no checkpoint
-//   of step 3 exists and the weights of the last one are finite.
+//   of step 3 exists and the weights of the last one are finite; the launcher does not restart
+//   it (exit code 4).
 #include <gtest/gtest.h>
 
 #include "support/checkpoint_files.h"
@@ -59,9 +60,11 @@ TEST(NonfiniteStep, SkipLeavesWeightsAndOptimizerAsTheStepBeforeAndMovesTheData)
   EXPECT_NE(train_state(ckpt / "step-3").dump().find("\"skipped_steps\":1"), std::string::npos);
 }
 
+// Not restarted either (exit code 4): a restart would only meet the same step again.
 TEST(NonfiniteStep, StopNamesTheStepBeforeItsUpdate) {
-  auto r = testing::train(kEnv, kArgs + "--training.steps 5");
-  EXPECT_NE(r.command.exit_code, 0);
+  auto r = testing::train(kEnv + " MAX_RESTARTS=2", kArgs + "--training.steps 5");
+  EXPECT_EQ(r.command.exit_code, 4) << r.command.output;
+  EXPECT_EQ(r.command.output.find("restart 1"), std::string::npos) << r.command.output;
   EXPECT_NE(r.command.output.find("step 3: loss"), std::string::npos) << r.command.output;
   EXPECT_NE(r.command.output.find("training.on_nonfinite = stop"), std::string::npos);
   const auto ckpt = r.dump / "checkpoint";

@@ -59,7 +59,7 @@ TEST(LauncherRestart, AKilledRankResumesFromTheLatestCheckpointWithTheSameLosses
   std::vector<std::string> kills;
   for (int i = 0; i < 2; ++i) {
     const int rank = std::uniform_int_distribution<int>(0, 1)(rng);
-    const int step = std::uniform_int_distribution<int>(2, 29)(rng);
+    const int step = std::uniform_int_distribution<int>(6, 29)(rng);  // after a checkpoint
     kills.push_back(std::to_string(rank) + ":" + std::to_string(step));
   }
   kills.push_back("1:10:save");  // mid-save: step-10 stays incomplete, step 5 is the latest

@@ -45,6 +45,13 @@ Flags Flags::parse(const FlagSpec& spec, const Args& args) {
       out.switches_.insert(key);
       continue;
     }
+    if (spec.config_overrides && !contains(spec.valued, key)) {
+      out.overrides_.push_back(arg);  // with its value when one follows (a bare boolean has none)
+      if (!value && i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0) {
+        out.overrides_.push_back(args[++i]);
+      }
+      continue;
+    }
     if (!contains(spec.valued, key)) {
       std::vector<std::string> all = spec.valued;
       all.insert(all.end(), spec.switches.begin(), spec.switches.end());

@@ -1,4 +1,5 @@
-// The one parser of the utility subcommands' flags (generate, convert, tokenize, compare):
+// The one parser of the utility subcommands' flags (generate, convert, tokenize, compare, plan,
+// validate):
 // `--key value`, `--key=value`, bare `--switch`, positional arguments where the command takes
 // them, and `--help` / `-h`. Bad usage is a ConfigError (exit code 2) naming the command and
 // the flag, followed by the command's usage text.
@@ -21,6 +22,9 @@ struct FlagSpec {
   std::vector<std::string> switches;  // flags that take none
   size_t max_positionals = 0;
   std::string usage;
+  /// Other options (--module, --config, --section.key [value]) pass through to overrides()
+  /// instead of being refused, for commands that also take a training config.
+  bool config_overrides = false;
 };
 
 class Flags {
@@ -39,6 +43,8 @@ class Flags {
   int64_t get_int(const std::string& key, int64_t fallback) const;
   double get_double(const std::string& key, double fallback) const;
   const std::vector<std::string>& positionals() const { return positionals_; }
+  /// With FlagSpec::config_overrides: the arguments left for config::parse_command_line.
+  const Args& overrides() const { return overrides_; }
   /// A ConfigError for this command: "<command>: <message>" and the usage text.
   [[noreturn]] void fail(const std::string& message) const;
 
@@ -48,6 +54,7 @@ class Flags {
   std::map<std::string, std::string> values_;
   std::set<std::string> switches_;
   std::vector<std::string> positionals_;
+  Args overrides_;
 };
 
 }  // namespace titan::cli

@@ -7,6 +7,7 @@
 #include <iostream>
 
 #include "titan/cli/commands.h"
+#include "titan/cli/flags.h"
 #include "titan/config/resolve.h"
 #include "titan/errors.h"
 #include "titan/train/layout_search.h"
@@ -24,41 +25,11 @@ constexpr const char* kPlanUsage =
     "out). The first that fits is chosen. --check judges the config's own layout instead.\n"
     "Exit code 0: a layout fits; 1: none does.\n";
 
-struct PlanArgs {
-  int world = 0;
-  std::string device;
-  int ranks_per_node = 0;
-  double headroom = 0.25;
-  bool check = false;
-  Args rest;
-};
-
-PlanArgs parse_plan_args(const Args& args) {
-  PlanArgs out;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const auto& a = args[i];
-    const bool has_value = i + 1 < args.size();
-    if (a == "--world" && has_value) {
-      out.world = std::stoi(args[++i]);
-    } else if (a == "--device" && has_value) {
-      out.device = args[++i];
-    } else if (a == "--ranks_per_node" && has_value) {
-      out.ranks_per_node = std::stoi(args[++i]);
-    } else if (a == "--headroom" && has_value) {
-      out.headroom = std::stod(args[++i]);
-    } else if (a == "--check") {
-      out.check = true;
-    } else {
-      out.rest.push_back(a);
-    }
-  }
-  if (out.world < 1 || out.device.empty() || out.headroom < 0 || out.headroom >= 1) {
-    throw ConfigError(
-        fmt::format("titan plan needs --world N >= 1 and --device D, and "
-                    "--headroom in [0, 1)\n{}",
-                    kPlanUsage));
-  }
-  return out;
+const FlagSpec& plan_flags() {
+  static const FlagSpec spec{
+      "plan", {"world", "device", "ranks_per_node", "headroom"}, {"check"}, 0, kPlanUsage,
+      /*config_overrides=*/true};
+  return spec;
 }
 
 void print_row(const train::LayoutProposal& p) {
@@ -70,31 +41,36 @@ void print_row(const train::LayoutProposal& p) {
 
 }  // namespace
 
-int plan_command(const Args& all_args) {
-  for (const auto& a : all_args) {
-    if (a == "--help" || a == "-h") {
-      std::cout << kPlanUsage;
-      return 0;
-    }
+int plan_command(const Args& args) {
+  const auto flags = Flags::parse(plan_flags(), args);
+  if (flags.help()) {
+    std::cout << kPlanUsage;
+    return 0;
   }
-  const PlanArgs args = parse_plan_args(all_args);
-  const auto job = config::resolve(config::parse_command_line(args.rest));
-  auto device = train::device_profile(args.device, args.world);
-  if (args.ranks_per_node > 0) device.ranks_per_node = args.ranks_per_node;
+  const int64_t world = flags.get_int("world", 0);
+  const double headroom = flags.get_double("headroom", 0.25);
+  if (world < 1 || headroom < 0 || headroom >= 1) {
+    flags.fail("--world must be at least 1 and --headroom in [0, 1)");
+  }
+  const auto job = config::resolve(config::parse_command_line(flags.overrides()));
+  auto device = train::device_profile(flags.required("device"), static_cast<int>(world));
+  if (flags.has("ranks_per_node")) {
+    device.ranks_per_node = static_cast<int>(flags.get_int("ranks_per_node", 0));
+  }
   std::cout << fmt::format(
       "titan plan: {} {} on {} {} ranks ({:.1f} GiB per rank, {} per node, tp up to {}; "
       "headroom {:.0f}%)\n  {}\n  seq_len {}, local batch {}, activation checkpointing {}\n\n",
-      job.model.name, job.model.flavor, args.world, device.name,
+      job.model.name, job.model.flavor, world, device.name,
       device.memory_bytes / (1024.0 * 1024 * 1024), device.ranks_per_node, device.max_tp,
-      100 * args.headroom, device.source, job.training.seq_len, job.training.local_batch_size,
+      100 * headroom, device.source, job.training.seq_len, job.training.local_batch_size,
       job.activation_checkpoint.mode);
   std::cout << "| layout | memory per rank | verdict |\n|---|---|---|\n";
-  if (args.check) {
-    const auto p = train::check_layout(job, args.world, device, args.headroom);
+  if (flags.has("check")) {
+    const auto p = train::check_layout(job, static_cast<int>(world), device, headroom);
     print_row(p);
     return p.chosen ? 0 : 1;
   }
-  const auto proposals = train::propose_layouts(job, args.world, device, args.headroom);
+  const auto proposals = train::propose_layouts(job, static_cast<int>(world), device, headroom);
   for (const auto& p : proposals) print_row(p);
   if (proposals.empty() || !proposals.back().chosen) {
     std::cout << "\nno layout fits: more ranks, a shorter sequence or a smaller batch\n";
@@ -104,9 +80,9 @@ int plan_command(const Args& all_args) {
   std::cout << fmt::format(
       "\nchosen: {}: --parallelism.data_parallel_replicate_degree {} "
       "--parallelism.data_parallel_shard_degree {} --parallelism.tensor_parallel_degree {} "
-      "--parallelism.pipeline_parallel_degree {}\n",
+      "--parallelism.pipeline_parallel_degree {} --parallelism.context_parallel_degree {}\n",
       proposals.back().layout, p.data_parallel_replicate_degree, p.data_parallel_shard_degree,
-      p.tensor_parallel_degree, p.pipeline_parallel_degree);
+      p.tensor_parallel_degree, p.pipeline_parallel_degree, p.context_parallel_degree);
   return 0;
 }
 

@@ -27,7 +27,10 @@ int train_command(const Args& args) {
     trainer.train();
   } catch (const ConfigError& e) {
     log::error("config error: {}", e.what());
-    return 2;
+    return distributed::kConfigErrorExitCode;
+  } catch (const DivergedError& e) {
+    log::error("rank {} stopped: {}", world.rank, e.what());
+    return distributed::kDivergedExitCode;
   } catch (const CommError& e) {
     log::error("rank {} stopped: {}", world.rank, e.what());
     return distributed::kPeerFailedExitCode;

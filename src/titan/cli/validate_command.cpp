@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "titan/cli/commands.h"
+#include "titan/cli/flags.h"
 #include "titan/config/resolve.h"
 #include "titan/distributed/launcher.h"
 #include "titan/errors.h"
@@ -50,6 +51,12 @@ std::vector<nlohmann::json> read_records(const fs::path& dump) {
 }
 
 double number(const nlohmann::json& v) { return v.is_number() ? v.get<double>() : std::nan(""); }
+
+const FlagSpec& validate_flags() {
+  static const FlagSpec spec{"validate", {"steps"}, {}, 0, kValidateUsage,
+                             /*config_overrides=*/true};
+  return spec;
+}
 
 // The overrides every validation run gets on top of the user's.
 std::vector<std::string> shortened(int steps, const fs::path& dump) {
@@ -105,10 +112,10 @@ Check loss_falls(const std::vector<nlohmann::json>& records) {
                       records.back()["step"].get<int>())};
 }
 
-Check checkpoints_written(const fs::path& dump, int steps) {
+Check checkpoints_written(const fs::path& folder, int steps) {
   std::vector<std::string> missing;
   for (int step : {steps / 2, steps}) {
-    if (!fs::exists(dump / "checkpoint" / fmt::format("step-{}", step) / "metadata.json")) {
+    if (!fs::exists(folder / fmt::format("step-{}", step) / "metadata.json")) {
       missing.push_back(fmt::format("step-{}", step));
     }
   }
@@ -151,23 +158,15 @@ fs::path validation_folder(const config::JobConfig& job) {
 }  // namespace
 
 int validate_command(const Args& all_args) {
-  int steps = 6;
-  Args args;
-  for (size_t i = 0; i < all_args.size(); ++i) {
-    if (all_args[i] == "--steps" && i + 1 < all_args.size()) {
-      steps = std::stoi(all_args[++i]);
-    } else {
-      args.push_back(all_args[i]);
-    }
-  }
-  auto cli = config::parse_command_line(args);
-  if (cli.help) {
+  const auto flags = Flags::parse(validate_flags(), all_args);
+  if (flags.help()) {
     std::cout << kValidateUsage;
     return 0;
   }
-  if (steps < 4 || steps % 2 != 0) {
-    throw ConfigError(fmt::format("titan validate --steps {}: must be even and at least 4", steps));
-  }
+  const int steps = static_cast<int>(flags.get_int("steps", 6));
+  if (steps < 4 || steps % 2 != 0) flags.fail("--steps must be even and at least 4");
+  const Args& args = flags.overrides();
+  auto cli = config::parse_command_line(args);
   const auto job = config::resolve(cli);
   const int world = distributed::LaunchOptions::from_env().world_size();
   const fs::path root = validation_folder(job);
@@ -180,12 +179,13 @@ int validate_command(const Args& all_args) {
   std::cerr << fmt::format("titan validate: {} steps of {} {} on {} ranks, eager, in {}\n", steps,
                            job.model.name, job.model.flavor, world, root.string());
   const int first_code = launch_command(with(shortened(steps, first)));
-  const fs::path halfway = first / "checkpoint" / fmt::format("step-{}", steps / 2);
+  const fs::path halfway = first / job.checkpoint.folder / fmt::format("step-{}", steps / 2);
   int resumed_code = -1;  // not run: nothing to resume from
   if (fs::exists(halfway)) {
     auto resume_args = shortened(steps, resumed);
     resume_args.insert(resume_args.end(), {"--checkpoint.initial_load_path", halfway.string(),
-                                           "--checkpoint.no_initial_load_model_only"});
+                                           "--checkpoint.no_initial_load_model_only",
+                                           "--checkpoint.no_initial_load_in_hf"});
     resumed_code = launch_command(with(resume_args));
   }
   const auto records = read_records(first);
@@ -193,7 +193,7 @@ int validate_command(const Args& all_args) {
       every_rank_steps(first, world, steps, first_code),
       loss_finite(records, steps),
       loss_falls(records),
-      checkpoints_written(first, steps),
+      checkpoints_written(first / job.checkpoint.folder, steps),
       resume_bit_equal(records, read_records(resumed), steps, resumed_code),
   };
   std::cout << "\n| check | result | detail |\n|---|---|---|\n";

@@ -256,8 +256,8 @@ std::vector<FieldSpec> build_schema() {
             "Steps between checkpoints", {{}, 1.0}),
       field("checkpoint", "interval_seconds", &C::checkpoint,
             &CheckpointSection::interval_seconds,
-            "Also save at the first step ending this many seconds after the last save (rank "
-            "0's clock, so every rank saves the same step); 0: steps only",
+            "Also save at the first step ending this many seconds after the last save started "
+            "(rank 0's clock, so every rank saves the same step); 0: steps only",
             {{}, 0.0}),
       field("checkpoint", "keep_latest_k", &C::checkpoint, &CheckpointSection::keep_latest_k,
             "Checkpoints kept; 0 keeps all", {{}, 0.0}),

@@ -281,7 +281,10 @@ int launch(const LaunchOptions& o) {
   for (int restart = 0;; ++restart) {
     const Failure failure = run_workers(o, restart);
     if (failure.code == 0) return 0;
-    if (g_stop_signal || failure.code == kConfigErrorExitCode) return failure.code;
+    if (g_stop_signal || failure.code == kConfigErrorExitCode ||
+        failure.code == kDivergedExitCode) {
+      return failure.code;
+    }
     if (restart == o.max_restarts) {
       if (restart > 0) {
         std::cerr << fmt::format("titan launch: giving up after {} restart(s) (MAX_RESTARTS={}); "

@@ -13,6 +13,8 @@ namespace titan::distributed {
 constexpr int kPeerFailedExitCode = 3;
 /// Exit code of a worker (or command) stopped by a ConfigError: restarting cannot help.
 constexpr int kConfigErrorExitCode = 2;
+/// Exit code of a worker stopped by a non-finite step (DivergedError): nor can it there.
+constexpr int kDivergedExitCode = 4;
 
 struct LaunchOptions {
   int nproc_per_node = 2;  // NGPU
@@ -41,7 +43,8 @@ struct LaunchOptions {
 /// the traces say (explain_comm_traces) are printed. Then, up to max_restarts times, every
 /// worker is started again (torchrun's TORCHELASTIC_RESTART_COUNT tells them which start this
 /// is; a trainer with checkpoint.enable resumes from the latest complete checkpoint), unless
-/// the failure was a config error (exit code 2) or a signal to the launcher; otherwise the
+/// the failure was a config error (exit code 2), a non-finite step (4) or a signal to the
+/// launcher; otherwise the
 /// failing rank's exit code is returned. SIGINT/SIGTERM to the launcher reach every worker.
 /// Returns 0 when all workers succeed.
 int launch(const LaunchOptions& options);

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <numeric>
 
 #include "titan/errors.h"
 #include "titan/platform/device.h"
@@ -99,8 +100,8 @@ std::vector<LayoutProposal> propose_layouts(const config::JobConfig& job, int wo
         if (world % (pp * tp) != 0) continue;
         const int64_t dp = world / (pp * tp);
         const int64_t in_node = std::max<int64_t>(1, device.ranks_per_node / tp);
-        const int64_t shard = across_nodes ? dp : std::min(dp, in_node);
-        if (dp % shard != 0 || (across_nodes && shard <= in_node)) continue;
+        const int64_t shard = across_nodes ? dp : std::gcd(dp, in_node);
+        if (across_nodes && shard <= in_node) continue;  // already tried inside a node
         config::JobConfig candidate = job;
         auto& p = candidate.parallelism;
         p.pipeline_parallel_degree = pp;

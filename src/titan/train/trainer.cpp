@@ -30,7 +30,6 @@ namespace {
 using platform::Clock;
 using platform::seconds_since;
 
-
 // The job's flavor cut as `split` says, by its family's splitter.
 distributed::SplitFn splitter(const config::JobConfig& job) {
   const auto* spec = &get_train_spec(job.model.name);
@@ -132,7 +131,6 @@ std::string tensorboard_folder(const config::JobConfig& job) {
   return job.job.dump_folder + "/" + job.metrics.save_tb_folder + "/" +
          platform::local_time_stamp("%Y%m%d-%H%M");
 }
-
 
 // Test hook (tests/integration/nonfinite_step_test.cpp): TITAN_TEST_NAN_AT="<rank>:<step>"
 // makes that rank's first gradient NaN after the step's backward.
@@ -423,10 +421,11 @@ std::pair<double, double> Trainer::global_losses(double local_loss) {
 
 void Trainer::skip_nonfinite_step(int64_t step, const StepResult& r) {
   if (job_.training.on_nonfinite != "skip") {
-    throw Error(fmt::format("step {}: loss {}, grad_norm {}; stopped before its update, so no "
-                            "weight or checkpoint holds it (training.on_nonfinite = stop; "
-                            "'skip' skips such steps): lower optimizer.lr or check the data",
-                            step, r.loss, r.grad_norm));
+    throw DivergedError(fmt::format(
+        "step {}: loss {}, grad_norm {}; stopped before its update, so no weight or checkpoint "
+        "holds it (training.on_nonfinite = stop; 'skip' skips such steps): lower optimizer.lr or "
+        "check the data",
+        step, r.loss, r.grad_norm));
   }
   // As if the step had not run, but for its batch: no update, no expert-bias update, the
   // gradients dropped.

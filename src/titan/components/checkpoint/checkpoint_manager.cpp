@@ -194,6 +194,7 @@ void CheckpointManager::save(int64_t step, const ShardedStateDict& model,
                                       step, rank_state.type_name()));
   }
   wait();
+  last_save_ = Clock::now();  // the cadence counts from each save's start (async ones too)
   auto job = std::make_unique<Job>();
   job->step = step;
   job->dir = tmp_folder(step);
@@ -266,7 +267,6 @@ void CheckpointManager::complete(Job& job) {
   });
   log::info("[checkpoint] saved {}{} in {:.2f} s", final_dir,
             job.model_only ? " (model only)" : "", seconds_since(job.start));
-  last_save_ = Clock::now();
 }
 
 void CheckpointManager::prune() const {
@@ -320,7 +320,10 @@ std::optional<LoadResult> CheckpointManager::load(ShardedStateDict& model,
     LoadResult result;
     const auto error =
         try_load_folder(step_folder(step), /*initial=*/false, model, optimizer, rank_state, result);
-    if (!error) return result;
+    // A weights-only fallback would start over from step 1 beside optimizer state the damaged
+    // checkpoint may have half filled: stop instead, below.
+    if (!error && !(newest_failure && result.model_only)) return result;
+    if (!error) break;
     log::warn("[checkpoint] {} cannot be loaded ({}); trying the previous complete checkpoint "
               "(the folder is left as it is)",
               step_folder(step), message_of(error));

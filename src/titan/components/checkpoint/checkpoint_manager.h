@@ -75,7 +75,7 @@ class CheckpointManager {
 
   /// True when checkpoint.enable and `step` is a multiple of checkpoint.interval or is
   /// `last_step` (training.steps), or checkpoint.interval_seconds have passed on rank 0 since
-  /// the last save completed (or since this manager was made). Collective when
+  /// the last save started (or since this manager was made). Collective when
   /// interval_seconds > 0: every rank gets rank 0's answer.
   bool should_save(int64_t step, int64_t last_step);
 
@@ -99,7 +99,8 @@ class CheckpointManager {
   /// Resumes (collective). Without checkpoint.enable: nothing. Otherwise loads
   /// `step-<load_step>`, or the highest `step-<N>` of folder() that loads when load_step = -1
   /// (`step-<N>.tmp` folders are ignored; one that fails to load, e.g. a truncated or corrupt
-  /// file, is named in a warning and left in place, and the next lower one is tried), or, when
+  /// file, is named in a warning and left in place, and the next lower one is tried; when no
+  /// full one loads, the newest one's error is thrown), or, when
   /// the folder holds none, initial_load_path (a
   /// titan step folder, or a Hugging Face folder with initial_load_in_hf; model only with
   /// initial_load_model_only). Fills the pieces of `model` and `optimizer` in place (resharding
