@@ -9,6 +9,7 @@
 #include <chrono>
 #include <fstream>
 #include <future>
+#include <regex>
 #include <sstream>
 #include <thread>
 
@@ -175,6 +176,51 @@ TEST(Launcher, MissingRendezvousForTwoNodesIsAConfigError) {
                        " launch --worker comm-check");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("RDZV_ENDPOINT"), std::string::npos) << r.output;
+}
+
+// Without restarts a failure on one node stops the other node's workers too, and both
+// launchers exit with the failing rank's code, naming it (rank 2 is node 1's first).
+TEST(Launcher, TwoNodesFailFastTogether) {
+  auto dir = testing::make_temp_dir("titan_2node_failfast");
+  const std::string endpoint = "127.0.0.1:" + std::to_string(testing::free_port());
+  auto node = [&](int node_rank) {
+    return run_command("TITAN_COMM_CHECK_FAIL_RANK=2 NGPU=2 NNODES=2 NODE_RANK=" +
+                       std::to_string(node_rank) + " RDZV_ENDPOINT=" + endpoint + " " +
+                       titan_binary() +
+                       " launch --worker comm-check --comm.train_timeout_seconds 100 "
+                       "--job.dump_folder " + dir.string());
+  };
+  const auto start = std::chrono::steady_clock::now();
+  auto second = std::async(std::launch::async, node, 1);
+  const auto first = node(0);
+  const auto other = second.get();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_EQ(other.exit_code, 1) << other.output;
+  EXPECT_EQ(first.exit_code, 1) << first.output;
+  EXPECT_NE(first.output.find("rank 2 (node 1) failed with exit code 1"), std::string::npos)
+      << first.output;
+  EXPECT_NE(other.output.find("failing on purpose"), std::string::npos) << other.output;
+  EXPECT_LT(seconds, 90.0);  // stopped by the launchers, not the 100 s collective timeout
+}
+
+// Every node's launcher must agree on NGPU and MAX_RESTARTS (they restart together): the node
+// that finds another value is refused, and the other stops too, both with a config error.
+TEST(Launcher, NodesDisagreeingOnMaxRestartsAreRefused) {
+  const std::string endpoint = "127.0.0.1:" + std::to_string(testing::free_port());
+  const auto launcher = [&](int node_rank, int restarts) {
+    return run_command("NGPU=1 NNODES=2 NODE_RANK=" + std::to_string(node_rank) +
+                       " MAX_RESTARTS=" + std::to_string(restarts) + " RDZV_ENDPOINT=" +
+                       endpoint + " " + titan_binary() + " launch --worker comm-check");
+  };
+  auto second = std::async(std::launch::async, launcher, 1, 2);
+  const auto first = launcher(0, 1);
+  const auto other = second.get();
+  EXPECT_EQ(first.exit_code, 2) << first.output;
+  EXPECT_EQ(other.exit_code, 2) << other.output;
+  const std::regex refusal("MAX_RESTARTS=[12] on node [01] but [12] on another node");
+  EXPECT_TRUE(std::regex_search(first.output + other.output, refusal))
+      << first.output << other.output;
 }
 
 TEST(Launcher, FakeBackendChecksALargeWorldInOneProcess) {

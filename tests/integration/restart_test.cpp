@@ -5,8 +5,11 @@
 // latest complete checkpoint and finish, and every step logged, the first start's and the
 // repeated ones, has the loss and gradient norm of an uninterrupted run. The manifest records
 // the restart. Without restarts left the launcher gives up with the failing rank's signal.
+// Two launchers (NNODES=2, one rank each: the same world of 2) restart together when a rank on
+// either node dies, node 0's (which hosts the launchers' store) or node 1's.
 #include <gtest/gtest.h>
 
+#include <future>
 #include <random>
 #include <regex>
 
@@ -53,8 +56,18 @@ void expect_restarted_like(const testing::TrainRun& whole, const testing::TrainR
   EXPECT_EQ(nlohmann::json::parse(manifest)["restart_count"].get<int>(), 1) << what;
 }
 
-TEST(LauncherRestart, AKilledRankResumesFromTheLatestCheckpointWithTheSameLosses) {
-  const auto whole = testing::train_steps(2, kArgs, 30);
+class LauncherRestart : public ::testing::Test {
+ protected:
+  // The uninterrupted run every restarted one is compared with.
+  static void SetUpTestSuite() { whole_ = new testing::TrainRun(testing::train_steps(2, kArgs, 30)); }
+  static void TearDownTestSuite() { delete whole_; }
+  static const testing::TrainRun& whole() { return *whole_; }
+
+ private:
+  static inline testing::TrainRun* whole_ = nullptr;
+};
+
+TEST_F(LauncherRestart, AKilledRankResumesFromTheLatestCheckpointWithTheSameLosses) {
   std::mt19937 rng(20261204);
   std::vector<std::string> kills;
   for (int i = 0; i < 2; ++i) {
@@ -66,14 +79,46 @@ TEST(LauncherRestart, AKilledRankResumesFromTheLatestCheckpointWithTheSameLosses
   for (const auto& kill : kills) {
     auto run =
         testing::train("OMP_NUM_THREADS=1 NGPU=2 MAX_RESTARTS=2 TITAN_TEST_KILL_AT=" + kill, kArgs);
-    expect_restarted_like(whole, run, "killed at " + kill);
+    expect_restarted_like(whole(), run, "killed at " + kill);
     if (kill == "1:10:save") {
       EXPECT_EQ(resumed_from(run), 5) << run.command.output;
     }
   }
 }
 
-TEST(LauncherRestart, WithoutRestartsTheLauncherGivesUpNamingTheSignal) {
+// Node `node_rank` of two (one rank each) in `dump`; the rank of `kill` dies in the first start.
+testing::CommandResult node(int node_rank, const std::string& endpoint, const std::string& kill,
+                            const std::filesystem::path& dump) {
+  return testing::run_command(
+      "OMP_NUM_THREADS=1 NGPU=1 NNODES=2 MAX_RESTARTS=2 NODE_RANK=" + std::to_string(node_rank) +
+      " RDZV_ENDPOINT=" + endpoint + " TITAN_TEST_KILL_AT=" + kill + " " +
+      testing::titan_binary() + " launch " + kArgs + " --training.dataset_path " +
+      testing::shakespeare() + " --metrics.log_freq 1 --job.dump_folder " + dump.string());
+}
+
+TEST_F(LauncherRestart, TwoNodesRestartTogetherWhicheverNodeLostARank) {
+  for (const std::string kill : {"1:12", "0:17"}) {
+    testing::TrainRun run;
+    run.dump = testing::make_temp_dir("titan_restart_2node");
+    const std::string endpoint = "127.0.0.1:" + std::to_string(testing::free_port());
+    auto second = std::async(std::launch::async, node, 1, endpoint, kill, run.dump);
+    run.command = node(0, endpoint, kill, run.dump);
+    const auto other = second.get();
+    std::ifstream in(run.dump / "metrics.jsonl");
+    for (std::string line; std::getline(in, line);) run.records.push_back(nlohmann::json::parse(line));
+    expect_restarted_like(whole(), run, "two nodes, killed at " + kill);
+    ASSERT_EQ(other.exit_code, 0) << other.output;
+    // Both launchers name the rank that died, and the one whose rank lived stopped its own.
+    const auto& survivor = kill[0] == '0' ? other.output : run.command.output;
+    EXPECT_NE(survivor.find("rank " + kill.substr(0, 1) + " (node " + kill.substr(0, 1) +
+                            ") failed with signal 9"),
+              std::string::npos)
+        << survivor;
+    EXPECT_NE(other.output.find("titan launch: restart 1 of 2"), std::string::npos) << other.output;
+  }
+}
+
+TEST(LauncherGivingUp, WithoutRestartsTheLauncherGivesUpNamingTheSignal) {
   auto run = testing::train("OMP_NUM_THREADS=1 NGPU=2 TITAN_TEST_KILL_AT=1:3", kArgs);
   EXPECT_NE(run.command.exit_code, 0);
   EXPECT_NE(run.command.output.find("rank 1 ended by signal 9"), std::string::npos)

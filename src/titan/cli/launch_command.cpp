@@ -33,7 +33,7 @@ constexpr const char* kLaunchUsage =
     "                 the step line, the first of the last pipeline stage; 0 without one)\n"
     "  MAX_RESTARTS   times to start every worker again after one fails (default 0; not for\n"
     "                 a config error); with checkpoint.enable they resume from the latest\n"
-    "                 complete checkpoint\n"
+    "                 complete checkpoint; with NNODES > 1 every node restarts together\n"
     "  COMM_MODE      fake_backend: validate the config for the world size in one process\n";
 
 // The seed's tuning keys this config sets: parallelism beyond one data-parallel dimension,
@@ -106,6 +106,7 @@ int launch_command(const Args& all_args) {
     if (!std::getenv("LOG_RANK")) options.log_rank = std::to_string(train::metrics_rank(job, dims));
   }
   options.dump_folder = job.job.dump_folder;
+  options.init_timeout = std::chrono::seconds(job.comm.init_timeout_seconds);
   if (worker == "train" && job.comm.trace_buf_size > 0) {
     options.comm_traces_folder =
         (std::filesystem::path(job.job.dump_folder) / job.comm.save_traces_folder).string();

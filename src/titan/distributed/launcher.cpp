@@ -17,10 +17,15 @@
 #include <deque>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
 #include <thread>
 
 #include "titan/distributed/flight_recorder.h"
+#include "titan/distributed/node_rendezvous.h"
 #include "titan/errors.h"
 #include "titan/platform/cpu_threads.h"
 #include "titan/platform/device.h"
@@ -64,33 +69,61 @@ std::string tail_lines(const std::string& path, size_t n) {
   return out;
 }
 
-pid_t spawn_worker(const LaunchOptions& o, int local_rank, int master_port, int restart) {
-  int rank = o.node_rank * o.nproc_per_node + local_rank;
-  int threads = platform::configured_threads(o.nproc_per_node);
+// A worker's environment: the launcher's with torchrun's variables set.
+std::vector<std::string> worker_environment(const LaunchOptions& o, int local_rank,
+                                            int master_port, int restart, bool agent_store) {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e; ++e) {
+    const std::string entry(*e);
+    const auto eq = entry.find('=');
+    if (eq != std::string::npos) env[entry.substr(0, eq)] = entry.substr(eq + 1);
+  }
+  env["RANK"] = std::to_string(o.node_rank * o.nproc_per_node + local_rank);
+  env["LOCAL_RANK"] = std::to_string(local_rank);
+  env["GROUP_RANK"] = std::to_string(o.node_rank);
+  env["WORLD_SIZE"] = std::to_string(o.world_size());
+  env["LOCAL_WORLD_SIZE"] = std::to_string(o.nproc_per_node);
+  env["MASTER_ADDR"] = o.master_addr;
+  env["MASTER_PORT"] = std::to_string(master_port);
+  env["LOG_RANK"] = o.log_rank;
+  env["TORCHELASTIC_RESTART_COUNT"] = std::to_string(restart);
+  if (agent_store) {
+    env["TORCHELASTIC_USE_AGENT_STORE"] = "True";
+  } else {
+    env.erase("TORCHELASTIC_USE_AGENT_STORE");  // rank 0 hosts the store, even under torchrun
+  }
+  env.try_emplace("OMP_NUM_THREADS",
+                  std::to_string(platform::configured_threads(o.nproc_per_node)));
+  std::vector<std::string> out;
+  for (const auto& [name, value] : env) out.push_back(name + "=" + value);
+  return out;
+}
+
+// Everything the child needs is built before fork: the launcher may run threads (node 0's
+// store), so the child only execs.
+pid_t spawn_worker(const LaunchOptions& o, int local_rank, int master_port, int restart,
+                   bool agent_store) {
+  std::vector<std::string> env_s =
+      worker_environment(o, local_rank, master_port, restart, agent_store);
+  std::vector<std::string> argv_s = {"titan"};
+  argv_s.insert(argv_s.end(), o.worker_args.begin(), o.worker_args.end());
+  std::vector<char*> argv, envp;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (auto& e : env_s) envp.push_back(e.data());
+  envp.push_back(nullptr);
   pid_t parent = getpid();
   pid_t pid = fork();
   if (pid < 0) throw Error("fork failed while starting workers");
   if (pid > 0) return pid;
-  // Child: die with the launcher; get torchrun's variables; become the worker.
+  // Child: die with the launcher; keep none of its descriptors (the store's sockets); become
+  // the worker.
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(1);
-  setenv("RANK", std::to_string(rank).c_str(), 1);
-  setenv("LOCAL_RANK", std::to_string(local_rank).c_str(), 1);
-  setenv("GROUP_RANK", std::to_string(o.node_rank).c_str(), 1);
-  setenv("WORLD_SIZE", std::to_string(o.world_size()).c_str(), 1);
-  setenv("LOCAL_WORLD_SIZE", std::to_string(o.nproc_per_node).c_str(), 1);
-  setenv("MASTER_ADDR", o.master_addr.c_str(), 1);
-  setenv("MASTER_PORT", std::to_string(master_port).c_str(), 1);
-  setenv("LOG_RANK", o.log_rank.c_str(), 1);
-  setenv("TORCHELASTIC_RESTART_COUNT", std::to_string(restart).c_str(), 1);
-  setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 0);
-  std::vector<std::string> argv_s = {"titan"};
-  argv_s.insert(argv_s.end(), o.worker_args.begin(), o.worker_args.end());
-  std::vector<char*> argv;
-  for (auto& s : argv_s) argv.push_back(s.data());
-  argv.push_back(nullptr);
-  execv("/proc/self/exe", argv.data());
-  std::perror("titan launch: exec failed");
+  close_range(3, ~0U, CLOSE_RANGE_CLOEXEC);
+  execve("/proc/self/exe", argv.data(), envp.data());
+  const char failed[] = "titan launch: exec of the worker failed\n";
+  [[maybe_unused]] auto ignored = write(STDERR_FILENO, failed, sizeof(failed) - 1);
   _exit(127);
 }
 
@@ -105,12 +138,6 @@ std::string describe_exit(int code) {
   if (code <= 128) return fmt::format("exit code {}", code);
   return fmt::format("signal {} ({})", code - 128, strsignal(code - 128));
 }
-
-// A failed start of the workers: the rank shown and its exit code.
-struct Failure {
-  int rank = -1;
-  int code = 0;
-};
 
 // The flight recorder: asks the workers still running (global ranks first_rank + index) to
 // dump their comm traces into `folder` (SIGUSR1), and waits up to 5 s for the files.
@@ -157,23 +184,97 @@ void stop_all(std::vector<pid_t>& pids) {
   }
 }
 
+// What this node's launcher says of a failure another node posted (rank -1: that node's
+// launcher itself stopped: a signal, or a refusal at start).
+void report_remote(const RoundFailure& f, int nproc_per_node) {
+  if (f.rank < 0) {
+    std::cerr << fmt::format("titan launch: another node's launcher stopped ({}); so does this "
+                             "node's\n",
+                             describe_exit(f.code));
+    return;
+  }
+  std::cerr << fmt::format("titan launch: rank {} (node {}) failed with {}; stopped this node's "
+                           "workers\n",
+                           f.rank, f.rank / nproc_per_node, describe_exit(f.code));
+}
+
+// The round's failure posted by another node, if any. Losing node 0's store ends the run.
+std::optional<RoundFailure> remote_failure(NodeRendezvous& nodes, int round) {
+  try {
+    return nodes.failure(round);
+  } catch (const std::exception& e) {
+    std::cerr << fmt::format("titan launch: lost the launchers' rendezvous store (node 0's "
+                             "launcher gone?): {}\n",
+                             e.what());
+    return RoundFailure{-1, 1, /*final=*/true};
+  }
+}
+
+// Posts this node's failure to the other nodes; the one that stands (the first posted) is
+// what every node acts on. A rank that only lost a peer (exit code 3) waits a moment for the
+// node whose rank failed on its own, which posts as soon as it sees it, to post first.
+RoundFailure agree_failure(NodeRendezvous* nodes, int round, const RoundFailure& local) {
+  if (!nodes) return local;
+  if (local.code == kPeerFailedExitCode) {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (std::chrono::steady_clock::now() < until) {
+      if (auto remote = remote_failure(*nodes, round)) return *remote;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  try {
+    return nodes->post_failure(round, local);
+  } catch (const std::exception&) {
+    return {local.rank, local.code, /*final=*/true};
+  }
+}
+
+// Waits until `done` or the launcher is signalled (false), up to `timeout` (throws CommError
+// naming `what`). Store errors propagate.
+bool wait_for(const std::function<bool()>& done, std::chrono::seconds timeout,
+              const std::string& what) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!done()) {
+    if (g_stop_signal) return false;
+    if (std::chrono::steady_clock::now() > deadline) {
+      throw CommError(fmt::format("titan launch: {} within comm.init_timeout_seconds = {}", what,
+                                  timeout.count()));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return true;
+}
+
 // One start of the workers (the restart-th): a failure after stopping the others and printing
-// why, or rank -1 when all succeed.
-Failure run_workers(const LaunchOptions& o, int restart) {
+// why, or rank -1 and code 0 when all succeed. With `nodes`, a failure on any node stops this
+// node's workers too, and node 0 waits for every node's workers to succeed.
+RoundFailure run_workers(const LaunchOptions& o, int restart, NodeRendezvous* nodes) {
   const auto started = std::filesystem::file_time_type::clock::now();  // newer traces are ours
   int port = o.master_port ? o.master_port : free_local_port();
   std::vector<pid_t> pids;
   for (int local = 0; local < o.nproc_per_node; ++local) {
-    pids.push_back(spawn_worker(o, local, port, restart));
+    pids.push_back(spawn_worker(o, local, port, restart, nodes != nullptr));
   }
-
+  const int first_rank = o.node_rank * o.nproc_per_node;
   int running = o.nproc_per_node;
+  auto next_poll = std::chrono::steady_clock::now();
   while (running > 0) {
     if (g_stop_signal) {
       std::cerr << fmt::format("titan launch: received signal {}, stopping workers\n",
                                static_cast<int>(g_stop_signal));
       stop_all(pids);
-      return {-1, 128 + g_stop_signal};
+      return agree_failure(nodes, restart, {-1, 128 + g_stop_signal, /*final=*/true});
+    }
+    if (nodes && std::chrono::steady_clock::now() >= next_poll) {
+      next_poll = std::chrono::steady_clock::now() + std::chrono::milliseconds(250);
+      if (auto remote = remote_failure(*nodes, restart)) {
+        if (!o.comm_traces_folder.empty()) {
+          collect_comm_traces(pids, first_rank, o.comm_traces_folder);
+        }
+        stop_all(pids);
+        report_remote(*remote, o.nproc_per_node);
+        return *remote;
+      }
     }
     int status = 0;
     pid_t done = waitpid(-1, &status, WNOHANG);
@@ -187,8 +288,18 @@ Failure run_workers(const LaunchOptions& o, int restart) {
     --running;
     int code = exit_code_of(status);
     if (code == 0) continue;
-    // Ranks that lost a peer fail too (exit code 3): wait a moment, then blame a rank that
-    // failed on its own if there is one.
+    // A rank that failed on its own (not one that only lost a peer, exit code 3) is posted to
+    // the other nodes at once, before the grace period, the traces and stopping the workers,
+    // so that it stands rather than their ranks' lost peers.
+    std::optional<RoundFailure> posted;
+    const auto post_own = [&](int local, int local_code) {
+      if (nodes && !posted && local_code != kPeerFailedExitCode) {
+        posted = agree_failure(nodes, restart, {first_rank + local, local_code});
+      }
+    };
+    post_own(static_cast<int>(it - pids.begin()), code);
+    // Ranks that lost a peer fail too: wait a moment, then blame a rank that failed on its own
+    // if there is one.
     std::vector<std::pair<int, int>> failed = {{static_cast<int>(it - pids.begin()), code}};
     auto grace = std::chrono::steady_clock::now() + std::chrono::milliseconds(500);
     while (std::chrono::steady_clock::now() < grace) {
@@ -198,6 +309,7 @@ Failure run_workers(const LaunchOptions& o, int restart) {
         *m = -1;
         if (exit_code_of(status) != 0) {
           failed.emplace_back(static_cast<int>(m - pids.begin()), exit_code_of(status));
+          post_own(failed.back().first, failed.back().second);
         }
       } else {
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -206,11 +318,10 @@ Failure run_workers(const LaunchOptions& o, int restart) {
     auto primary = std::find_if(failed.begin(), failed.end(),
                                 [](const auto& f) { return f.second != kPeerFailedExitCode; });
     if (primary == failed.end()) primary = failed.begin();
-    const int first_rank = o.node_rank * o.nproc_per_node;
     if (!o.comm_traces_folder.empty()) collect_comm_traces(pids, first_rank, o.comm_traces_folder);
     stop_all(pids);
     int local = primary->first;
-    int rank = o.node_rank * o.nproc_per_node + local;
+    int rank = first_rank + local;
     std::string log = fmt::format("{}/logs/rank_{}.log", o.dump_folder, rank);
     std::cerr << fmt::format("titan launch: rank {} (local rank {}) exited with code {}; "
                              "stopped the other workers. Last lines of {}:\n{}",
@@ -227,9 +338,60 @@ Failure run_workers(const LaunchOptions& o, int restart) {
         for (const auto& line : lines) std::cerr << "  " << line << "\n";
       }
     }
-    return {rank, primary->second};
+    const RoundFailure agreed =
+        posted ? *posted : agree_failure(nodes, restart, {rank, primary->second});
+    if (agreed.rank != rank) report_remote(agreed, o.nproc_per_node);
+    return agreed;
+  }
+  if (nodes) {
+    // The round succeeds when every node's workers do: a failure elsewhere after this node's
+    // finished is this node's too, so that all restart or give up together.
+    nodes->finish(restart);
+    std::optional<RoundFailure> late;
+    const bool done = wait_for(
+        [&] { return nodes->all_finished(restart) || (late = remote_failure(*nodes, restart)); },
+        nodes->timeout(), "not every node's workers finished");
+    if (!done) return agree_failure(nodes, restart, {-1, 128 + g_stop_signal, /*final=*/true});
+    if (late) {
+      report_remote(*late, o.nproc_per_node);
+      return *late;
+    }
   }
   return {};
+}
+
+// Every node's launcher arrives before the restart-th start (so that no worker of the last
+// start is still running anywhere): no failure, or the one that ended the meeting (another
+// node's launcher stopped, or this one was signalled).
+RoundFailure meet_nodes(NodeRendezvous& nodes, int restart, int nproc_per_node) {
+  nodes.arrive(restart);
+  std::optional<RoundFailure> posted;
+  const bool met = wait_for(
+      [&] { return nodes.all_arrived(restart) || (posted = remote_failure(nodes, restart)); },
+      nodes.timeout(),
+      fmt::format("not every node's launcher (NNODES={}) arrived for start {} of the workers",
+                  nodes.nnodes(), restart));
+  if (!met) return agree_failure(&nodes, restart, {-1, 128 + g_stop_signal, /*final=*/true});
+  if (posted) {
+    report_remote(*posted, nproc_per_node);
+    return *posted;
+  }
+  return {};
+}
+
+// Every node has read how the round ended before node 0's launcher, which hosts the store,
+// exits (up to 10 s, signalled or not: a node that went away does not hold it).
+void end_round(NodeRendezvous& nodes, int round, bool store_closes) {
+  try {
+    nodes.acknowledge(round);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (store_closes && !nodes.all_acknowledged(round) &&
+           std::chrono::steady_clock::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  } catch (const std::exception&) {
+    // The store is gone: nothing more to tell the other nodes.
+  }
 }
 
 }  // namespace
@@ -265,28 +427,42 @@ LaunchOptions LaunchOptions::from_env() {
   }
   if (const char* lr = std::getenv("LOG_RANK")) o.log_rank = lr;
   o.max_restarts = env_int("MAX_RESTARTS", 0);
-  if (o.max_restarts > 0 && o.nnodes > 1) {
-    throw ConfigError(fmt::format("MAX_RESTARTS={} with NNODES={}: restarting every node's "
-                                  "workers together is not built yet (single-node runs only)",
-                                  o.max_restarts, o.nnodes));
-  }
   return o;
 }
 
 int launch(const LaunchOptions& o) {
+  std::unique_ptr<NodeRendezvous> nodes;
+  if (o.nnodes > 1) {
+    // Connecting may wait for node 0 up to comm.init_timeout_seconds; Ctrl-C ends it at once
+    // (the handlers below are not installed yet, and no worker runs).
+    nodes = std::make_unique<NodeRendezvous>(o.master_addr, o.master_port, o.node_rank, o.nnodes,
+                                             o.init_timeout);
+    try {
+      nodes->expect_same("NNODES", std::to_string(o.nnodes));
+      nodes->expect_same("NGPU", std::to_string(o.nproc_per_node));
+      nodes->expect_same("MAX_RESTARTS", std::to_string(o.max_restarts));
+    } catch (const ConfigError&) {
+      agree_failure(nodes.get(), 0, {-1, kConfigErrorExitCode, /*final=*/true});
+      end_round(*nodes, 0, /*store_closes=*/o.node_rank == 0);
+      throw;
+    }
+  }
   struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
   for (int restart = 0;; ++restart) {
-    const Failure failure = run_workers(o, restart);
+    RoundFailure failure;
+    if (nodes) failure = meet_nodes(*nodes, restart, o.nproc_per_node);
+    if (failure.code == 0) failure = run_workers(o, restart, nodes.get());
+    if (failure.code != 0 && g_stop_signal) failure = {failure.rank, 128 + g_stop_signal, true};
+    const bool again = failure.code != 0 && !failure.final &&
+                       failure.code != kConfigErrorExitCode &&
+                       failure.code != kDivergedExitCode && restart < o.max_restarts;
+    if (nodes) end_round(*nodes, restart, /*store_closes=*/!again && o.node_rank == 0);
     if (failure.code == 0) return 0;
-    if (g_stop_signal || failure.code == kConfigErrorExitCode ||
-        failure.code == kDivergedExitCode) {
-      return failure.code;
-    }
-    if (restart == o.max_restarts) {
-      if (restart > 0) {
+    if (!again) {
+      if (restart == o.max_restarts && restart > 0) {
         std::cerr << fmt::format("titan launch: giving up after {} restart(s) (MAX_RESTARTS={}); "
                                  "the last failure is above\n",
                                  restart, o.max_restarts);

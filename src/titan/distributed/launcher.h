@@ -3,6 +3,7 @@
 // fail-fast, forwards Ctrl-C / SIGTERM, and reports the failing rank.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -26,14 +27,14 @@ struct LaunchOptions {
   std::string dump_folder;        // where logs/rank_<r>.log are written
   std::string comm_traces_folder;  // the flight recorder's (empty: none)
   int max_restarts = 0;            // MAX_RESTARTS (torchrun's --max_restarts)
+  std::chrono::seconds init_timeout{300};  // comm.init_timeout_seconds: the nodes' rendezvous
   std::vector<std::string> worker_args;  // argv of each worker after the program name
 
   int world_size() const { return nproc_per_node * nnodes; }
 
   /// From NGPU, NNODES, NODE_RANK (or OMPI_COMM_WORLD_RANK, SLURM_NODEID), RDZV_ENDPOINT,
   /// LOG_RANK, MAX_RESTARTS. Throws ConfigError naming the variable for a malformed or missing
-  /// value (RDZV_ENDPOINT is required when NNODES > 1; MAX_RESTARTS > 0 needs NNODES = 1:
-  /// restarting every node together is not built yet).
+  /// value (RDZV_ENDPOINT is required when NNODES > 1).
   static LaunchOptions from_env();
 };
 
@@ -44,9 +45,11 @@ struct LaunchOptions {
 /// worker is started again (torchrun's TORCHELASTIC_RESTART_COUNT tells them which start this
 /// is; a trainer with checkpoint.enable resumes from the latest complete checkpoint), unless
 /// the failure was a config error (exit code 2), a non-finite step (4) or a signal to the
-/// launcher; otherwise the
-/// failing rank's exit code is returned. SIGINT/SIGTERM to the launcher reach every worker.
-/// Returns 0 when all workers succeed.
+/// launcher; otherwise the failing rank's exit code is returned. With NNODES > 1 the nodes'
+/// launchers meet before every start through the store at RDZV_ENDPOINT (NodeRendezvous,
+/// hosted by node 0's launcher, which the workers use too): a failure on any node stops every
+/// node's workers, and all restart or give up together. SIGINT/SIGTERM to the launcher reach
+/// every worker. Returns 0 when all workers succeed.
 int launch(const LaunchOptions& options);
 
 }  // namespace titan::distributed

@@ -55,6 +55,9 @@ WorldInfo WorldInfo::from_env() {
   w.local_world_size = env_int("LOCAL_WORLD_SIZE", w.world_size);
   if (const char* a = std::getenv("MASTER_ADDR")) w.master_addr = a;
   w.master_port = env_int("MASTER_PORT", 29500);
+  const char* agent = std::getenv("TORCHELASTIC_USE_AGENT_STORE");
+  w.agent_store = agent && (std::string(agent) == "True" || std::string(agent) == "1");
+  w.restart_count = env_int("TORCHELASTIC_RESTART_COUNT", 0);
   if (w.world_size < 1 || w.rank >= w.world_size) {
     throw ConfigError(fmt::format("RANK={} must be below WORLD_SIZE={}", w.rank, w.world_size));
   }
@@ -267,12 +270,16 @@ std::shared_ptr<World> World::join(const WorldInfo& info, CommTimeouts timeouts,
   if (info.world_size > 1) {
     c10d::TCPStoreOptions opts;
     opts.port = static_cast<uint16_t>(info.master_port);
-    opts.isServer = info.rank == 0;
+    opts.isServer = info.rank == 0 && !info.agent_store;
     opts.numWorkers = info.world_size;
     opts.waitWorkers = false;
     opts.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(timeouts.init);
     try {
-      store = c10::make_intrusive<c10d::TCPStore>(info.master_addr, opts);
+      // Under a launcher's (or torchrun's) agent store, each start of the workers keeps its
+      // keys apart, as torch.distributed's rendezvous does.
+      store = c10::make_intrusive<c10d::PrefixStore>(
+          fmt::format("/worker/attempt_{}", info.restart_count),
+          c10::make_intrusive<c10d::TCPStore>(info.master_addr, opts));
     } catch (const std::exception& e) {
       throw CommError(fmt::format(
           "rank {}: rendezvous at {}:{} failed within "

@@ -25,9 +25,12 @@ struct WorldInfo {
   int local_world_size = 1;
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
+  bool agent_store = false;  // the launcher hosts the store: rank 0 joins it as a client
+  int restart_count = 0;     // which start of the workers: the store keys' prefix
 
-  /// From RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT; a process
-  /// started without them is a world of one. Throws ConfigError on a malformed value.
+  /// From RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT,
+  /// TORCHELASTIC_USE_AGENT_STORE, TORCHELASTIC_RESTART_COUNT; a process started without them
+  /// is a world of one. Throws ConfigError on a malformed value.
   static WorldInfo from_env();
 };
 
