@@ -3,7 +3,8 @@
 // fused loss) against eager in the same layout: 1 rank, FSDP 2 (with op-level selective
 // checkpointing on the compile side, whose recomputation the fused kernels replace), TP 2 x
 // FSDP 2 (vocab-parallel fused loss) and PP 2 (1F1B, full checkpointing on the compile side);
-// qwen3 (its 151,936 vocabulary makes a run 4x llama3's) on 1 rank and TP 2 x FSDP 2 only.
+// qwen3 (its 151,936 vocabulary makes a run 4x llama3's) on 1 rank and TP 2 x FSDP 2 only;
+// DeepSeek-V3 (MLA's interleaved RoPE and latent norms) on 1 rank for 6 steps.
 // Every step's loss and gradient norm within 1e-5 relative (the fused kernels round once where
 // the eager ops round per op, and the loss sums its chunks' weight gradients); qwen3 within
 // 5e-5, as in the context-parallel test: its step 9 multiplies earlier rounding differences by
@@ -41,11 +42,12 @@ const std::vector<Layout>& all_layouts() {
 }
 
 void expect_compile_matches_eager(const std::string& model, const std::vector<Layout>& layouts,
-                                  double rtol) {
+                                  double rtol, int steps = 20) {
   for (const auto& l : layouts) {
     const std::string args = model + kShape + l.args;
-    auto eager = testing::train_steps(l.ngpu, args, 20);
-    auto compiled = testing::train_steps(l.ngpu, args + " --compile.enable " + l.compile_extra, 20);
+    auto eager = testing::train_steps(l.ngpu, args, steps);
+    auto compiled =
+        testing::train_steps(l.ngpu, args + " --compile.enable " + l.compile_extra, steps);
     testing::expect_same_curves(eager, compiled, rtol, model + l.name);
   }
 }
@@ -57,6 +59,11 @@ TEST(CompileMode, Llama3MatchesEagerInEveryLayout) {
 TEST(CompileMode, Qwen3MatchesEagerInEveryLayout) {
   const auto& all = all_layouts();
   expect_compile_matches_eager("--module qwen3 --config qwen3_debugmodel ", {all[0], all[2]}, 5e-5);
+}
+
+TEST(CompileMode, DeepseekV3MatchesEagerOnOneRank) {
+  expect_compile_matches_eager("--module deepseek_v3 --config deepseek_v3_debugmodel ",
+                               {all_layouts()[0]}, 1e-5, 6);
 }
 
 }  // namespace

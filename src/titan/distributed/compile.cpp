@@ -3,9 +3,12 @@
 #include <algorithm>
 
 #include "titan/errors.h"
+#include "titan/models/common/attention.h"
 #include "titan/models/common/feed_forward.h"
 #include "titan/models/common/kernels/rms_norm.h"
+#include "titan/models/common/kernels/rope.h"
 #include "titan/models/common/kernels/swiglu.h"
+#include "titan/models/common/mla.h"
 #include "titan/models/common/moe.h"
 #include "titan/models/common/rmsnorm.h"
 #include "titan/platform/device.h"
@@ -17,13 +20,23 @@ torch::Tensor fused_swiglu(const std::vector<torch::Tensor>& in) {
   return models::kernels::swiglu(in[0], in[1]);
 }
 
-// Every RMSNorm and SwiGLU gate of the part computes through its fused kernel.
+models::ElementwiseOp::Fn fused_rope(models::kernels::RopeLayout layout) {
+  return [layout](const std::vector<torch::Tensor>& in) {
+    return models::kernels::rope(in[0], in[1], in[2], layout);
+  };
+}
+
+// Every RMSNorm, RoPE and SwiGLU gate of the part computes through its fused kernel.
 void fuse_kernels(torch::nn::Module& model) {
   for (const auto& module : model.modules()) {
     if (auto* norm = module->as<models::RMSNormImpl>()) {
       norm->compute.fused = [eps = norm->eps](const std::vector<torch::Tensor>& in) {
         return models::kernels::rms_norm(in[0], in[1], eps);
       };
+    } else if (auto* attention = module->as<models::AttentionImpl>()) {
+      attention->rotary.fused = fused_rope(models::kernels::RopeLayout::kHalves);
+    } else if (auto* mla = module->as<models::MultiHeadLatentAttentionImpl>()) {
+      mla->rotary.fused = fused_rope(models::kernels::RopeLayout::kInterleaved);
     } else if (auto* ffn = module->as<models::FeedForwardImpl>()) {
       ffn->gate.fused = fused_swiglu;
     } else if (auto* experts = module->as<models::GroupedExpertsImpl>()) {

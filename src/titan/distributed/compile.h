@@ -1,10 +1,10 @@
 // Compile mode (compile.enable; TorchTitan's apply_compile, which runs torch.compile on each
 // block and the loss): titan's fused path, done by hand. compile.components selects
 //   "model": the fused kernels in place of the eager compositions (models/common/kernels/:
-//            RMSNorm, including Qwen3's q/k norms and MLA's latent norms, and the SwiGLU gate
-//            of the feed-forward networks and the routed experts), and FSDP's communication
-//            overlapped with compute (SimpleFSDP's prefetch and asynchronous reductions,
-//            FsdpOptions::overlap);
+//            RMSNorm, including Qwen3's q/k norms and MLA's latent norms, RoPE on q and k, and
+//            the SwiGLU gate of the feed-forward networks and the routed experts), and FSDP's
+//            communication overlapped with compute (SimpleFSDP's prefetch and asynchronous
+//            reductions, FsdpOptions::overlap);
 //   "loss":  the output projection fused with the cross-entropy, the logits never whole
 //            (components/linear_cross_entropy.h).
 // Eager stays the reference: compile mode changes speed and memory, not the model.

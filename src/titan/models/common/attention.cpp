@@ -41,8 +41,11 @@ torch::Tensor AttentionImpl::forward(const torch::Tensor& x_in, const torch::Ten
     q = q_norm(q);  // q: [B, S, H, Dh]
     k = k_norm(k);  // k: [B, S, Hkv, Dh]
   }
-  q = apply_rope(q, cos, sin).transpose(1, 2);  // q: [B, H, S, Dh]
-  k = apply_rope(k, cos, sin).transpose(1, 2);  // k: [B, Hkv, S, Dh]
+  const auto eager_rope = [](const std::vector<torch::Tensor>& in) {
+    return apply_rope(in[0], in[1], in[2]);
+  };
+  q = rotary({q, cos, sin}, eager_rope).transpose(1, 2);  // q: [B, H, S, Dh]
+  k = rotary({k, cos, sin}, eager_rope).transpose(1, 2);  // k: [B, Hkv, S, Dh]
   v = v.transpose(1, 2);                        // v: [B, Hkv, S, Dh]
   auto o = attend(q, k, v, 1.0 / std::sqrt(double(Dh)));  // o: [B, H, S, Dh]
   return hooks.on_output(wo(o.transpose(1, 2).reshape({B, S, H * Dh})));  // [B, S, dim]

@@ -77,6 +77,9 @@ class AttentionPart : public BlockPart {
 
   /// Null: this rank holds whole sequences. Context parallelism sets it.
   std::shared_ptr<SequenceShard> sequence_shard;
+  /// RoPE on q and on k, inputs {x [B, S, heads, Dh], cos, sin}: apply_rope (or MLA's
+  /// apply_rope_interleaved) eagerly; compile mode installs the fused kernel (kernels/rope.h).
+  ElementwiseOp rotary;
 
  protected:
   /// causal_attention (causal_attention.h), over the whole sequence when ranks share it.

@@ -62,10 +62,13 @@ torch::Tensor MultiHeadLatentAttentionImpl::forward(const torch::Tensor& x_in,
   const int64_t nope = args.qk_nope_head_dim, rope = args.qk_rope_head_dim;
   const int64_t vdim = args.v_head_dim;
   auto q = (wq ? wq(x) : wq_b(q_norm(wq_a(x)))).view({B, S, H, nope + rope});  // [B, S, H, qk]
-  auto q_rope = apply_rope_interleaved(q.narrow(-1, nope, rope), cos, sin);      // [B, S, H, r]
-  auto latent = wkv_a(x);                               // latent: [B, S, kv_lora + r]
-  auto k_rope = apply_rope_interleaved(latent.narrow(-1, args.kv_lora_rank, rope).unsqueeze(2),
-                                       cos, sin);       // k_rope: [B, S, 1, r]
+  const auto eager_rope = [](const std::vector<torch::Tensor>& in) {
+    return apply_rope_interleaved(in[0], in[1], in[2]);
+  };
+  auto q_rope = rotary({q.narrow(-1, nope, rope), cos, sin}, eager_rope);  // [B, S, H, r]
+  auto latent = wkv_a(x);                                 // latent: [B, S, kv_lora + r]
+  auto k_rope = rotary({latent.narrow(-1, args.kv_lora_rank, rope).unsqueeze(2), cos, sin},
+                       eager_rope);                       // k_rope: [B, S, 1, r]
   auto kv = wkv_b(kv_norm(latent.narrow(-1, 0, args.kv_lora_rank)))
                 .view({B, S, H, nope + vdim});          // kv: [B, S, H, nope + v]
   auto k = torch::cat({kv.narrow(-1, 0, nope), k_rope.expand({B, S, H, rope})}, -1);  // [B,S,H,qk]
