@@ -99,6 +99,32 @@ TEST(ExpertLoadBalancer, ZeroCoefficientLogsLoadsWithoutABias) {
   });
 }
 
+// A skipped step (training.on_nonfinite = "skip") drops its counts: the next step() balances
+// on the following step's tokens only, and the biases and loads stay the last step()'s.
+TEST(ExpertLoadBalancer, ADiscardedStepDropsItsCountsAndKeepsBiasesAndLoads) {
+  config::ParallelismSection p;
+  const auto dims = distributed::ParallelDims::from_config(p, 1);
+  testing::run_thread_ranks(1, [&](int, distributed::World& world) {
+    const auto mesh = distributed::DeviceMesh::build(dims, world);
+    models::Transformer model(small_moe(1e-3));
+    ExpertLoadBalancer balancer({&model}, mesh);
+    moe_of(model, 1).tokens_per_expert = torch::tensor({6.f, 1.f, 0.f, 1.f});
+    balancer.step();
+    const auto bias = moe_of(model, 1).expert_bias.clone();
+    const double max_load = balancer.loads()[0].max;
+    moe_of(model, 1).tokens_per_expert.copy_(torch::tensor({0.f, 0.f, 9.f, 0.f}));
+    balancer.discard();
+    EXPECT_EQ(moe_of(model, 1).tokens_per_expert.abs().max().item<float>(), 0.f);
+    EXPECT_TRUE(torch::equal(moe_of(model, 1).expert_bias, bias));
+    EXPECT_DOUBLE_EQ(balancer.loads()[0].max, max_load);
+    // The next step sees only its own [2, 2, 2, 2]: balanced, so the bias does not move.
+    moe_of(model, 1).tokens_per_expert.add_(2.f);
+    balancer.step();
+    EXPECT_TRUE(torch::equal(moe_of(model, 1).expert_bias, bias));
+    EXPECT_DOUBLE_EQ(balancer.loads()[0].max, 1.0);
+  });
+}
+
 TEST(ExpertLoadBalancer, ActivationCheckpointingDoesNotCountTokensTwice) {
   auto counts_after_step = [](const std::string& mode) {
     torch::manual_seed(0);

@@ -14,31 +14,34 @@ using torch::autograd::variable_list;
 
 constexpr int64_t kGrain = int64_t(1) << 15;  // elements per task
 
-// g, u: [n] -> out: [n] = g * sigmoid(g) * u
-template <typename scalar_t>
-void swiglu_forward(const scalar_t* g, const scalar_t* u, scalar_t* out, int64_t n) {
-  using acc_t = at::opmath_type<scalar_t>;
+// g, s, u: [n] -> out: [n] = g * s * u, s = sigmoid(g) in acc_t
+template <typename scalar_t, typename acc_t>
+void swiglu_forward(const scalar_t* g, const acc_t* s, const scalar_t* u, scalar_t* out,
+                    int64_t n) {
+  at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) out[i] = scalar_t(acc_t(g[i]) * s[i] * acc_t(u[i]));
+  });
+}
+
+// dout, g, s, u: [n] -> dg, du: [n], s = sigmoid(g) in acc_t
+//   du = dout * g * s,  dg = dout * u * s * (1 + g * (1 - s))
+template <typename scalar_t, typename acc_t>
+void swiglu_backward(const scalar_t* dout, const scalar_t* g, const acc_t* s, const scalar_t* u,
+                     scalar_t* dg, scalar_t* du, int64_t n) {
   at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
     for (int64_t i = begin; i < end; ++i) {
-      const acc_t gi = g[i], s = acc_t(1) / (acc_t(1) + std::exp(-gi));
-      out[i] = scalar_t(gi * s * acc_t(u[i]));
+      const acc_t gi = g[i], d = dout[i], si = s[i];
+      du[i] = scalar_t(d * gi * si);
+      dg[i] = scalar_t(d * acc_t(u[i]) * si * (acc_t(1) + gi * (acc_t(1) - si)));
     }
   });
 }
 
-// dout, g, u: [n] -> dg, du: [n]
-//   s = sigmoid(g):  du = dout * g * s,  dg = dout * u * s * (1 + g * (1 - s))
-template <typename scalar_t>
-void swiglu_backward(const scalar_t* dout, const scalar_t* g, const scalar_t* u, scalar_t* dg,
-                     scalar_t* du, int64_t n) {
-  using acc_t = at::opmath_type<scalar_t>;
-  at::parallel_for(0, n, kGrain, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) {
-      const acc_t gi = g[i], d = dout[i], s = acc_t(1) / (acc_t(1) + std::exp(-gi));
-      du[i] = scalar_t(d * gi * s);
-      dg[i] = scalar_t(d * acc_t(u[i]) * s * (acc_t(1) + gi * (acc_t(1) - s)));
-    }
-  });
+// sigmoid(gate) [..., H] in the accumulation dtype: ATen's vectorised kernel (the exponential
+// is most of the op's time; a scalar loop of std::exp made the fused op 3.5x slower than
+// eager's, bench/NOTES.md). A temporary, not kept for backward.
+torch::Tensor sigmoid_of(const torch::Tensor& gate) {
+  return torch::sigmoid(gate.to(at::toOpMathType(gate.scalar_type())));
 }
 
 struct SwigluFn : public torch::autograd::Function<SwigluFn> {
@@ -46,9 +49,11 @@ struct SwigluFn : public torch::autograd::Function<SwigluFn> {
                                const torch::Tensor& up_in) {
     auto gate = gate_in.contiguous(), up = up_in.contiguous();  // [..., H] each
     auto out = torch::empty_like(gate);                         // out: [..., H]
+    const auto sig = sigmoid_of(gate);                          // sig: [..., H] float32/64
     AT_DISPATCH_FLOATING_TYPES_AND(at::kBFloat16, gate.scalar_type(), "swiglu_forward", [&] {
-      swiglu_forward(gate.data_ptr<scalar_t>(), up.data_ptr<scalar_t>(), out.data_ptr<scalar_t>(),
-                     gate.numel());
+      using acc_t = at::opmath_type<scalar_t>;
+      swiglu_forward(gate.data_ptr<scalar_t>(), sig.data_ptr<acc_t>(), up.data_ptr<scalar_t>(),
+                     out.data_ptr<scalar_t>(), gate.numel());
     });
     ctx->save_for_backward({gate, up});
     return out;
@@ -60,9 +65,12 @@ struct SwigluFn : public torch::autograd::Function<SwigluFn> {
     auto dout = grads[0].contiguous();     // dout: [..., H]
     auto dgate = torch::empty_like(gate);  // dgate: [..., H]
     auto dup = torch::empty_like(up);      // dup: [..., H]
+    const auto sig = sigmoid_of(gate);     // sig: [..., H] float32/64, recomputed
     AT_DISPATCH_FLOATING_TYPES_AND(at::kBFloat16, gate.scalar_type(), "swiglu_backward", [&] {
-      swiglu_backward(dout.data_ptr<scalar_t>(), gate.data_ptr<scalar_t>(), up.data_ptr<scalar_t>(),
-                      dgate.data_ptr<scalar_t>(), dup.data_ptr<scalar_t>(), gate.numel());
+      using acc_t = at::opmath_type<scalar_t>;
+      swiglu_backward(dout.data_ptr<scalar_t>(), gate.data_ptr<scalar_t>(), sig.data_ptr<acc_t>(),
+                      up.data_ptr<scalar_t>(), dgate.data_ptr<scalar_t>(), dup.data_ptr<scalar_t>(),
+                      gate.numel());
     });
     return {dgate, dup};
   }

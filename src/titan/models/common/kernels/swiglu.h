@@ -1,7 +1,8 @@
 // Compile mode's SwiGLU gate (Shazeer 2020; models/common/feed_forward.h computes it eagerly):
 // silu(gate) * up as one autograd node that keeps only its two inputs (the projections'
 // outputs) and recomputes the sigmoid in backward, where the eager composition also keeps
-// silu(gate).
+// silu(gate). The sigmoid is ATen's vectorised kernel into a temporary; the products are one
+// loop each way.
 #pragma once
 
 #include <torch/torch.h>

@@ -1,0 +1,107 @@
+// Compile mode's fused kernels against the eager compositions they replace, forward and
+// backward, at the llama3 debug model's shapes at seq 2048 x batch 2 (dim 256, 16 heads of 16,
+// SwiGLU width 768; MLA's rope width 64 for the interleaved RoPE): the median time of a forward
+// + backward over `reps` tries, and the CPU bytes each try allocates at its peak above what
+// was alive before it (the counting allocator), in one run so the ratios share the machine's
+// load.
+//   build/kernels_bench [threads=2] [reps=30]
+#include <fmt/format.h>
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "titan/models/common/kernels/rms_norm.h"
+#include "titan/models/common/kernels/rope.h"
+#include "titan/models/common/kernels/swiglu.h"
+#include "titan/models/common/rmsnorm.h"
+#include "titan/models/common/rope.h"
+#include "titan/platform/memory.h"
+
+namespace {
+
+using titan::models::kernels::RopeLayout;
+using Fn = std::function<torch::Tensor(const std::vector<torch::Tensor>&)>;
+
+struct Figure {
+  double ms = 0;
+  double peak_mib = 0;
+};
+
+// Median milliseconds of fn(inputs).backward(dout), and its peak allocation.
+Figure measure(const Fn& fn, const std::vector<torch::Tensor>& inputs, const torch::Tensor& dout,
+               int reps) {
+  std::vector<torch::Tensor> leaves;
+  for (const auto& t : inputs) {
+    leaves.push_back(t.is_floating_point() && t.dim() > 2 ? t.clone().requires_grad_() : t);
+  }
+  std::vector<double> times;
+  Figure f;
+  for (int i = 0; i < reps + 2; ++i) {  // two warm-up tries
+    for (auto& l : leaves) l.mutable_grad() = torch::Tensor();
+    const int64_t before = titan::platform::live_tensor_bytes();
+    titan::platform::reset_peak_tensor_bytes();
+    const auto start = std::chrono::steady_clock::now();
+    fn(leaves).backward(dout);
+    const double ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    if (i >= 2) times.push_back(ms);
+    f.peak_mib = (titan::platform::peak_tensor_bytes() - before) / double(1 << 20);
+  }
+  std::nth_element(times.begin(), times.begin() + times.size() / 2, times.end());
+  f.ms = times[times.size() / 2];
+  return f;
+}
+
+void row(const std::string& name, const Fn& eager, const Fn& fused,
+         const std::vector<torch::Tensor>& inputs, int reps) {
+  const auto dout = torch::randn_like(eager(inputs));
+  const Figure e = measure(eager, inputs, dout, reps), f = measure(fused, inputs, dout, reps);
+  fmt::print("| {} | {:.2f} | {:.2f} | {:.2f}x | {:.1f} | {:.1f} |\n", name, e.ms, f.ms,
+             e.ms / f.ms, e.peak_mib, f.peak_mib);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int threads = argc > 1 ? std::stoi(argv[1]) : 2;
+  const int reps = argc > 2 ? std::stoi(argv[2]) : 30;
+  at::set_num_threads(threads);
+  titan::platform::enable_memory_counting();
+  torch::manual_seed(0);
+  const int64_t B = 2, S = 2048, H = 16, Dh = 16, dim = 256, hidden = 768;
+  fmt::print("fp32, {} threads, median of {} forward + backward tries\n\n", threads, reps);
+  fmt::print("| kernel (shape) | eager ms | fused ms | speed-up | eager peak MiB | fused peak "
+             "MiB |\n|---|---|---|---|---|---|\n");
+
+  titan::models::RopeOptions rope_options;
+  for (const auto& [layout, width] : {std::pair{RopeLayout::kHalves, Dh},
+                                      std::pair{RopeLayout::kInterleaved, int64_t(64)}}) {
+    rope_options.head_dim = width;
+    const auto [cos, sin] = titan::models::rope_cos_sin(titan::models::rope_inv_freq(rope_options),
+                                                        S, torch::kFloat, torch::kCPU);
+    const bool halves = layout == RopeLayout::kHalves;
+    row(fmt::format("RoPE {} [{}, {}, {}, {}]", halves ? "halves" : "interleaved", B, S, H, width),
+        [halves](const auto& in) {
+          return halves ? titan::models::apply_rope(in[0], in[1], in[2])
+                        : titan::models::apply_rope_interleaved(in[0], in[1], in[2]);
+        },
+        [layout](const auto& in) {
+          return titan::models::kernels::rope(in[0], in[1], in[2], layout);
+        },
+        {torch::randn({B, S, H, width}), cos, sin}, reps);
+  }
+  titan::models::RMSNorm norm(dim, 1e-5, torch::TensorOptions());  // the eager module
+  row(fmt::format("RMSNorm [{}, {}, {}]", B, S, dim),
+      [&norm](const auto& in) { return norm->forward(in[0]); },
+      [&norm](const auto& in) { return titan::models::kernels::rms_norm(in[0], norm->weight, 1e-5); },
+      {torch::randn({B, S, dim})}, reps);
+  row(fmt::format("SwiGLU [{}, {}, {}]", B, S, hidden),
+      [](const auto& in) { return torch::silu(in[0]) * in[1]; },
+      [](const auto& in) { return titan::models::kernels::swiglu(in[0], in[1]); },
+      {torch::randn({B, S, hidden}), torch::randn({B, S, hidden})}, reps);
+  return 0;
+}
