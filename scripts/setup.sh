@@ -65,6 +65,11 @@ titan_python_env() {
 titan_build() {
   local build_dir="$TITAN_ROOT/build"
   export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
+  # One build at a time: two launchers of one checkout (two nodes on one machine) wait their
+  # turn rather than racing in the same folder.
+  mkdir -p "$build_dir"
+  exec 8> "$build_dir.lock"
+  flock 8
   local torch_prefix torch_dir
   torch_prefix=$(echo "$TITAN_VENV"/lib/python3*/site-packages/torch)
   torch_dir="$torch_prefix/share/cmake/Torch"
@@ -79,6 +84,7 @@ titan_build() {
       -DCMAKE_PREFIX_PATH="$torch_prefix" -DTITAN_PYTHON="$TITAN_PYTHON" >/dev/null
   fi
   ninja -C "$build_dir" "$@"
+  flock -u 8
 }
 
 titan_setup() {

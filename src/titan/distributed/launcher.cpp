@@ -187,10 +187,13 @@ void stop_all(std::vector<pid_t>& pids) {
 // What this node's launcher says of a failure another node posted (rank -1: that node's
 // launcher itself stopped: a signal, or a refusal at start).
 void report_remote(const RoundFailure& f, int nproc_per_node) {
+  if (f.store_lost) return;
   if (f.rank < 0) {
-    std::cerr << fmt::format("titan launch: another node's launcher stopped ({}); so does this "
+    std::cerr << fmt::format("titan launch: another node's launcher stopped ({}{}); so does this "
                              "node's\n",
-                             describe_exit(f.code));
+                             describe_exit(f.code),
+                             f.code == kConfigErrorExitCode ? ": a config error its output names"
+                                                            : "");
     return;
   }
   std::cerr << fmt::format("titan launch: rank {} (node {}) failed with {}; stopped this node's "
@@ -206,7 +209,7 @@ std::optional<RoundFailure> remote_failure(NodeRendezvous& nodes, int round) {
     std::cerr << fmt::format("titan launch: lost the launchers' rendezvous store (node 0's "
                              "launcher gone?): {}\n",
                              e.what());
-    return RoundFailure{-1, 1, /*final=*/true};
+    return RoundFailure{-1, 1, /*final=*/true, /*store_lost=*/true};
   }
 }
 
@@ -341,6 +344,13 @@ RoundFailure run_workers(const LaunchOptions& o, int restart, NodeRendezvous* no
     const RoundFailure agreed =
         posted ? *posted : agree_failure(nodes, restart, {rank, primary->second});
     if (agreed.rank != rank) report_remote(agreed, o.nproc_per_node);
+    if (nodes && agreed.rank == rank && agreed.code == kPeerFailedExitCode) {
+      std::cerr << fmt::format("titan launch: rank {} only lost a peer, and no node reported a "
+                               "rank that failed on its own: another node's launcher may be "
+                               "gone (a restart waits comm.init_timeout_seconds for it; one "
+                               "started again with its NODE_RANK rejoins)\n",
+                               rank);
+    }
     return agreed;
   }
   if (nodes) {
@@ -366,12 +376,28 @@ RoundFailure run_workers(const LaunchOptions& o, int restart, NodeRendezvous* no
 RoundFailure meet_nodes(NodeRendezvous& nodes, int restart, int nproc_per_node) {
   nodes.arrive(restart);
   std::optional<RoundFailure> posted;
+  const auto said_at = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  bool said = false;
   const bool met = wait_for(
-      [&] { return nodes.all_arrived(restart) || (posted = remote_failure(nodes, restart)); },
+      [&] {
+        if (!said && std::chrono::steady_clock::now() > said_at) {
+          said = true;
+          std::cerr << fmt::format("titan launch: waiting up to comm.init_timeout_seconds = {} "
+                                   "for every node's launcher (NNODES={}) to arrive for start {} "
+                                   "of the workers\n",
+                                   nodes.timeout().count(), nodes.nnodes(), restart);
+        }
+        return nodes.all_arrived(restart) || (posted = remote_failure(nodes, restart));
+      },
       nodes.timeout(),
       fmt::format("not every node's launcher (NNODES={}) arrived for start {} of the workers",
                   nodes.nnodes(), restart));
-  if (!met) return agree_failure(&nodes, restart, {-1, 128 + g_stop_signal, /*final=*/true});
+  if (!met) {
+    std::cerr << fmt::format("titan launch: received signal {} while waiting for the other "
+                             "nodes\n",
+                             static_cast<int>(g_stop_signal));
+    return agree_failure(&nodes, restart, {-1, 128 + g_stop_signal, /*final=*/true});
+  }
   if (posted) {
     report_remote(*posted, nproc_per_node);
     return *posted;

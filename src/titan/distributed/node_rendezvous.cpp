@@ -4,6 +4,7 @@
 
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
+#include <algorithm>
 #include <sstream>
 
 #include "titan/errors.h"
@@ -35,14 +36,28 @@ NodeRendezvous::NodeRendezvous(const std::string& addr, int port, int node_rank,
   opts.port = static_cast<uint16_t>(port);
   opts.isServer = node_rank == 0;
   opts.waitWorkers = false;
-  opts.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(timeout);
-  try {
-    store_ = c10::make_intrusive<c10d::TCPStore>(addr, opts);
-  } catch (const std::exception& e) {
-    throw CommError(fmt::format("titan launch (node {}): the launchers' rendezvous at {}:{} "
-                                "failed within comm.init_timeout_seconds = {}: {}",
-                                node_rank, addr, port, timeout.count(), e.what()));
+  // A client connects in tries of at most 5 s until the deadline: one long try backs off past
+  // it (c10d's retry delays grow with the try's timeout).
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    opts.timeout = std::max(std::chrono::milliseconds(100),
+                            std::min<std::chrono::milliseconds>(left, std::chrono::seconds(5)));
+    try {
+      store_ = c10::make_intrusive<c10d::TCPStore>(addr, opts);
+      break;
+    } catch (const std::exception& e) {
+      if (opts.isServer || std::chrono::steady_clock::now() >= deadline) {
+        const std::string why = e.what();
+        throw CommError(fmt::format("titan launch (node {}): the launchers' rendezvous at {}:{} "
+                                    "failed within comm.init_timeout_seconds = {}: {}",
+                                    node_rank, addr, port, timeout.count(),
+                                    why.substr(0, why.find('\n'))));
+      }
+    }
   }
+  store_->add("titan_launch/connected", 1);
 }
 
 std::string NodeRendezvous::key(int round, const char* what) const {
@@ -70,7 +85,7 @@ std::optional<RoundFailure> NodeRendezvous::failure(int round) {
 void NodeRendezvous::acknowledge(int round) { store_->add(key(round, "acknowledged"), 1); }
 
 bool NodeRendezvous::all_acknowledged(int round) {
-  return store_->add(key(round, "acknowledged"), 0) == nnodes_;
+  return store_->add(key(round, "acknowledged"), 0) >= store_->add("titan_launch/connected", 0);
 }
 
 void NodeRendezvous::expect_same(const std::string& name, const std::string& value) {

@@ -23,11 +23,13 @@ struct RoundFailure {
   int rank = -1;
   int code = 0;
   bool final = false;
+  bool store_lost = false;  // this launcher lost the store (said so): no node posted it
 };
 
 class NodeRendezvous {
  public:
-  /// Node 0 starts the store at addr:port; the others connect to it within `timeout`.
+  /// Node 0 starts the store at addr:port; the others connect to it within `timeout`. Throws
+  /// CommError naming the endpoint and the timeout otherwise.
   NodeRendezvous(const std::string& addr, int port, int node_rank, int nnodes,
                  std::chrono::seconds timeout);
 
@@ -41,8 +43,8 @@ class NodeRendezvous {
   std::optional<RoundFailure> failure(int round);
 
   /// This node's launcher knows how the round ended (every node finished, or the failure);
-  /// all_acknowledged says when every node's does (node 0's waits for it before its store
-  /// closes).
+  /// all_acknowledged says when every launcher that connected does (node 0's waits for it
+  /// before its store closes).
   void acknowledge(int round);
   bool all_acknowledged(int round);
 
