@@ -26,6 +26,7 @@
 
 #include "titan/distributed/flight_recorder.h"
 #include "titan/distributed/node_rendezvous.h"
+#include "titan/distributed/process_group.h"
 #include "titan/errors.h"
 #include "titan/platform/cpu_threads.h"
 #include "titan/platform/device.h"
@@ -208,7 +209,7 @@ std::optional<RoundFailure> remote_failure(NodeRendezvous& nodes, int round) {
   } catch (const std::exception& e) {
     std::cerr << fmt::format("titan launch: lost the launchers' rendezvous store (node 0's "
                              "launcher gone?): {}\n",
-                             e.what());
+                             message_of(e));
     return RoundFailure{-1, 1, /*final=*/true, /*store_lost=*/true};
   }
 }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <sstream>
 
+#include "titan/distributed/process_group.h"
 #include "titan/errors.h"
 
 namespace titan::distributed {
@@ -49,11 +50,9 @@ NodeRendezvous::NodeRendezvous(const std::string& addr, int port, int node_rank,
       break;
     } catch (const std::exception& e) {
       if (opts.isServer || std::chrono::steady_clock::now() >= deadline) {
-        const std::string why = e.what();
         throw CommError(fmt::format("titan launch (node {}): the launchers' rendezvous at {}:{} "
                                     "failed within comm.init_timeout_seconds = {}: {}",
-                                    node_rank, addr, port, timeout.count(),
-                                    why.substr(0, why.find('\n'))));
+                                    node_rank, addr, port, timeout.count(), message_of(e)));
       }
     }
   }

@@ -38,14 +38,14 @@ bool is_loopback(const std::string& addr) {
   return addr == "localhost" || addr.rfind("127.", 0) == 0 || addr == "::1";
 }
 
+}  // namespace
+
 std::string message_of(const std::exception& e) {
   if (auto* c10_error = dynamic_cast<const c10::Error*>(&e)) {
     return c10_error->what_without_backtrace();
   }
   return e.what();
 }
-
-}  // namespace
 
 WorldInfo WorldInfo::from_env() {
   WorldInfo w;

@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include <chrono>
+#include <exception>
 #include <map>
 #include <memory>
 #include <string>
@@ -16,6 +17,9 @@
 namespace titan::distributed {
 
 class FlightRecorder;  // flight_recorder.h
+
+/// An exception's message; c10's without its backtrace.
+std::string message_of(const std::exception& e);
 
 /// Where this process sits, as torchrun describes it.
 struct WorldInfo {
