@@ -3,6 +3,8 @@
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 
+#include <algorithm>
+
 namespace titan::models::kernels {
 namespace {
 
@@ -68,8 +70,8 @@ void rotate(const torch::Tensor& in, torch::Tensor& out, const torch::Tensor& co
 // x: [B, S, H, Dh] -> [B, S, H, Dh] rotated by +angle (sign 1) or -angle (sign -1).
 torch::Tensor rotated(const torch::Tensor& x_in, const torch::Tensor& cos,
                       const torch::Tensor& sin, RopeLayout layout, double sign) {
-  auto x = x_in.contiguous();         // x: [B, S, H, Dh]
-  auto out = torch::empty_like(x);    // out: [B, S, H, Dh]
+  auto x = x_in.contiguous();       // x: [B, S, H, Dh]
+  auto out = torch::empty_like(x);  // out: [B, S, H, Dh]
   AT_DISPATCH_FLOATING_TYPES_AND(at::kBFloat16, x.scalar_type(), "rope", [&] {
     using x_t = scalar_t;
     AT_DISPATCH_FLOATING_TYPES(cos.scalar_type(), "rope_angles", [&] {
