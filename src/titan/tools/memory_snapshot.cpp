@@ -50,7 +50,12 @@ nlohmann::json timeline_json(const MemoryTimeline& t) {
   peak["reached_by"] = describe(t.peak_tag);
   peak["activations_by_block"] = by_block(t.peak.activations_by_block);
   peak["activation_gradients_by_block"] = by_block(t.peak.activation_gradients_by_block);
-  return {{"peak", peak}, {"start", state_json(t.start)}, {"end", state_json(t.end)}};
+  auto activations_peak = state_json(t.activations_peak);
+  activations_peak["activations_by_block"] = by_block(t.activations_peak.activations_by_block);
+  return {{"peak", peak},
+          {"activations_peak", activations_peak},
+          {"start", state_json(t.start)},
+          {"end", state_json(t.end)}};
 }
 
 void write_text(const std::filesystem::path& path, const std::string& text) {

@@ -115,7 +115,7 @@ MemoryTimeline replay(const platform::CategoryBytes& start, const std::vector<Me
   // Pass 2: the states at those moments.
   Replayer replayer(start, events);
   MemoryTimeline out;
-  out.start = out.peak = replayer.state();
+  out.start = out.peak = out.activations_peak = replayer.state();
   std::vector<bool> sampled(events.size(), false);
   for (int64_t i : highest) {
     if (i >= 0) sampled[i] = true;
@@ -127,6 +127,10 @@ MemoryTimeline replay(const platform::CategoryBytes& start, const std::vector<Me
       out.peak_tag = replayer.placed(events[i]);
     }
     if (sampled[i]) out.samples.push_back(replayer.state());
+    if (replayer.state().bytes(MemoryCategory::Activations) >
+        out.activations_peak.bytes(MemoryCategory::Activations)) {
+      out.activations_peak = replayer.state();
+    }
   }
   out.end = replayer.state();
   return out;

@@ -1,6 +1,6 @@
 // One step of CPU memory replayed from the counting allocator's events (platform/memory.h):
 // the live bytes by category at the start, at the peak and at the end, the activations by block
-// at the peak, and samples for a picture. An allocation counts under its final category for its
+// at the peak and where activations peaked (the end of forward), and samples for a picture. An allocation counts under its final category for its
 // whole life: retag_memory() during the step (gradients and optimizer state are retagged after
 // the optimizer's step) reclassifies it from its allocation on, or from the start for one made
 // before the step.
@@ -39,6 +39,9 @@ struct MemoryState {
 
 struct MemoryTimeline {
   MemoryState start, peak, end;
+  /// The first moment the activations were highest: which blocks hold how much does not
+  /// depend on when collectives finish, unlike the peak's.
+  MemoryState activations_peak;
   /// Where the allocation that reached the peak counts (its final category; Other when
   /// nothing rose above the start).
   platform::MemoryTag peak_tag;

@@ -1,6 +1,6 @@
 // A step's memory replayed from allocator events (tools/memory_timeline.h) against totals
 // worked out by hand: the peak and its breakdown, retags counted from the allocation (or the
-// start), activations by block, the peak named by its final category, and samples no more
+// start), activations by block at the peak and at their own peak, the peak named by its final category, and samples no more
 // than asked.
 #include "titan/tools/memory_timeline.h"
 
@@ -50,6 +50,9 @@ TEST(MemoryTimeline, PeakBreakdownWithRetagsCountedFromTheAllocation) {
   EXPECT_EQ(t.peak.bytes(MemoryCategory::Loss), 400);
   EXPECT_EQ(t.peak.activations_by_block, (std::map<int32_t, int64_t>{{0, 100}, {1, 200}}));
   EXPECT_TRUE(t.peak.activation_gradients_by_block.empty());
+  EXPECT_DOUBLE_EQ(t.activations_peak.seconds, 0.2);  // the first moment of the highest
+  EXPECT_EQ(t.activations_peak.activations_by_block,
+            (std::map<int32_t, int64_t>{{0, 100}, {1, 200}}));
   EXPECT_EQ(t.end.total(), 1450);
   EXPECT_EQ(t.end.activations_by_block, (std::map<int32_t, int64_t>{{0, 100}}));
   EXPECT_LE(t.samples.size(), 4u);
