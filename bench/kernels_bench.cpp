@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "titan/models/common/causal_attention.h"
+#include "titan/models/common/kernels/attention.h"
 #include "titan/models/common/kernels/rms_norm.h"
 #include "titan/models/common/kernels/rope.h"
 #include "titan/models/common/kernels/swiglu.h"
@@ -103,5 +105,12 @@ int main(int argc, char** argv) {
       [](const auto& in) { return torch::silu(in[0]) * in[1]; },
       [](const auto& in) { return titan::models::kernels::swiglu(in[0], in[1]); },
       {torch::randn({B, S, hidden}), torch::randn({B, S, hidden})}, reps);
+  const auto qkv = [&](int64_t heads) { return torch::randn({B, S, heads, Dh}).transpose(1, 2); };
+  row(fmt::format("causal attention [{}, {}, {}, {}]", B, H, S, Dh),
+      [](const auto& in) { return titan::models::causal_attention(in[0], in[1], in[2], 0.25); },
+      [](const auto& in) {
+        return titan::models::kernels::causal_attention(in[0], in[1], in[2], 0.25);
+      },
+      {qkv(H), qkv(H), qkv(H)}, reps);
   return 0;
 }

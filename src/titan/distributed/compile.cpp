@@ -5,6 +5,7 @@
 #include "titan/errors.h"
 #include "titan/models/common/attention.h"
 #include "titan/models/common/feed_forward.h"
+#include "titan/models/common/kernels/attention.h"
 #include "titan/models/common/kernels/rms_norm.h"
 #include "titan/models/common/kernels/rope.h"
 #include "titan/models/common/kernels/swiglu.h"
@@ -26,7 +27,7 @@ models::ElementwiseOp::Fn fused_rope(models::kernels::RopeLayout layout) {
   };
 }
 
-// Every RMSNorm, RoPE and SwiGLU gate of the part computes through its fused kernel.
+// Every RMSNorm, RoPE, attention and SwiGLU gate of the part computes through its fused kernel.
 void fuse_kernels(torch::nn::Module& model) {
   for (const auto& module : model.modules()) {
     if (auto* norm = module->as<models::RMSNormImpl>()) {
@@ -35,8 +36,10 @@ void fuse_kernels(torch::nn::Module& model) {
       };
     } else if (auto* attention = module->as<models::AttentionImpl>()) {
       attention->rotary.fused = fused_rope(models::kernels::RopeLayout::kHalves);
+      attention->kernel = models::kernels::causal_attention;
     } else if (auto* mla = module->as<models::MultiHeadLatentAttentionImpl>()) {
       mla->rotary.fused = fused_rope(models::kernels::RopeLayout::kInterleaved);
+      mla->kernel = models::kernels::causal_attention;
     } else if (auto* ffn = module->as<models::FeedForwardImpl>()) {
       ffn->gate.fused = fused_swiglu;
     } else if (auto* experts = module->as<models::GroupedExpertsImpl>()) {

@@ -80,13 +80,17 @@ class AttentionPart : public BlockPart {
   /// RoPE on q and on k, inputs {x [B, S, heads, Dh], cos, sin}: apply_rope (or MLA's
   /// apply_rope_interleaved) eagerly; compile mode installs the fused kernel (kernels/rope.h).
   ElementwiseOp rotary;
+  /// Causal attention over whole sequences (causal_attention.h's contract): LibTorch's kernel
+  /// eagerly; compile mode installs the fused one (kernels/attention.h).
+  using AttentionKernel = torch::Tensor (*)(const torch::Tensor& q, const torch::Tensor& k,
+                                            const torch::Tensor& v, double scale);
+  AttentionKernel kernel = causal_attention;
 
  protected:
-  /// causal_attention (causal_attention.h), over the whole sequence when ranks share it.
+  /// `kernel`, or the sequence shard's attention over the whole sequence when ranks share it.
   torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                        double scale) const {
-    return sequence_shard ? sequence_shard->attention(q, k, v, scale)
-                          : causal_attention(q, k, v, scale);
+    return sequence_shard ? sequence_shard->attention(q, k, v, scale) : kernel(q, k, v, scale);
   }
 };
 
