@@ -55,6 +55,7 @@ std::vector<std::pair<std::string, double>> tensorboard_scalars(const StepMetric
       {"memory/max_reserved(%)", m.max_reserved_pct},
       {"memory/num_alloc_retries", static_cast<double>(m.num_alloc_retries)},
       {"memory/num_ooms", static_cast<double>(m.num_ooms)},
+      {"memory/num_system_allocs", static_cast<double>(m.num_system_allocs)},
       {"n_tokens_seen", static_cast<double>(m.tokens_seen)},
   };
   if (m.mfu) out.emplace_back("mfu(%)", *m.mfu);
@@ -97,6 +98,7 @@ void MetricsLogger::record(const StepMetrics& m) {
                       {"max_reserved_gib", m.max_reserved_gib},
                       {"num_alloc_retries", m.num_alloc_retries},
                       {"num_ooms", m.num_ooms},
+                      {"num_system_allocs", m.num_system_allocs},
                       {"tokens_seen", m.tokens_seen},
                       {"consumed_samples", m.consumed_samples},
                       {"step_time_s", m.step_time_s},

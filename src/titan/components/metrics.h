@@ -42,8 +42,10 @@ struct StepMetrics {
   double max_reserved_gib = 0;  // GPU: peak bytes the allocator held; CPU: the peak RSS
   double max_active_pct = 0;    // of the device's (or machine's) memory
   double max_reserved_pct = 0;
-  int64_t num_alloc_retries = 0;  // GPU: allocations that had to free the cache and retry
+  int64_t num_alloc_retries = 0;  // allocations that had to free the cache and retry
   int64_t num_ooms = 0;           // GPU: out-of-memory errors
+  int64_t num_system_allocs = 0;  // blocks taken from the system since the last record (0
+                                  // once compile mode's cache, or CUDA's, holds the shapes)
   int64_t tokens_seen = 0;  // global tokens trained on so far
   int64_t consumed_samples = 0;  // global samples trained on so far (the data position)
   double step_time_s = 0;   // mean seconds per step since the last record
@@ -71,7 +73,7 @@ std::string format_validation_line(const StepMetrics& m);
 /// Writes step lines to the log; when `jsonl_path` is non-empty, one JSON object per record to
 /// it (keys step, loss, max_loss, grad_norm (a non-finite value as null), skipped_steps, lr,
 /// tps, tflops, mfu (null when unknown), memory_gib, max_active_gib, max_reserved_gib,
-/// num_alloc_retries, num_ooms, tokens_seen,
+/// num_alloc_retries, num_ooms, num_system_allocs, tokens_seen,
 /// consumed_samples, step_time_s, data_time_s, cpu_threads; for MoE models expert_load:
 /// {"<layer>": {"max": .., "min": ..}}; with expert parallelism all_to_all_s; with data
 /// parallelism fsdp_wait_s; after a validation validation_loss and validation_tps; a resumed

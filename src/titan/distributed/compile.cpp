@@ -12,7 +12,9 @@
 #include "titan/models/common/mla.h"
 #include "titan/models/common/moe.h"
 #include "titan/models/common/rmsnorm.h"
+#include "titan/models/common/transformer_block.h"
 #include "titan/platform/device.h"
+#include "titan/platform/memory.h"
 
 namespace titan::distributed {
 namespace {
@@ -27,12 +29,18 @@ models::ElementwiseOp::Fn fused_rope(models::kernels::RopeLayout layout) {
   };
 }
 
-// Every RMSNorm, RoPE, attention and SwiGLU gate of the part computes through its fused kernel.
+// Every RMSNorm (a block's second one with the residual add before it), RoPE, attention and
+// SwiGLU gate of the part computes through its fused kernel.
 void fuse_kernels(torch::nn::Module& model) {
   for (const auto& module : model.modules()) {
     if (auto* norm = module->as<models::RMSNormImpl>()) {
       norm->compute.fused = [eps = norm->eps](const std::vector<torch::Tensor>& in) {
         return models::kernels::rms_norm(in[0], in[1], eps);
+      };
+    } else if (auto* block = module->as<models::TransformerBlockImpl>()) {
+      block->residual_norm = [](const torch::Tensor& x, const torch::Tensor& delta,
+                                const models::RMSNormImpl& norm) {
+        return models::kernels::residual_rms_norm(x, delta, norm.weight, norm.eps);
       };
     } else if (auto* attention = module->as<models::AttentionImpl>()) {
       attention->rotary.fused = fused_rope(models::kernels::RopeLayout::kHalves);
@@ -65,6 +73,7 @@ void check_compile(const config::CompileSection& compile) {
 }
 
 void apply_compile(ModelPart& part, const config::CompileSection& compile) {
+  if (compile.enable) platform::enable_allocation_cache();
   if (compiles(compile, "model")) fuse_kernels(part.model());
   if (compiles(compile, "loss")) part.enable_fused_loss();
 }

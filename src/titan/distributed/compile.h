@@ -1,12 +1,15 @@
 // Compile mode (compile.enable; TorchTitan's apply_compile, which runs torch.compile on each
 // block and the loss): titan's fused path, done by hand. compile.components selects
 //   "model": the fused kernels in place of the eager compositions (models/common/kernels/:
-//            RMSNorm, including Qwen3's q/k norms and MLA's latent norms, RoPE on q and k, and
-//            the SwiGLU gate of the feed-forward networks and the routed experts), and FSDP's
-//            communication overlapped with compute (SimpleFSDP's prefetch and asynchronous
-//            reductions, FsdpOptions::overlap);
+//            RMSNorm, including Qwen3's q/k norms and MLA's latent norms, the residual add
+//            with the norm after it, RoPE on q and k, causal attention, and the SwiGLU gate of
+//            the feed-forward networks and the routed experts), and FSDP's communication
+//            overlapped with compute (SimpleFSDP's prefetch and asynchronous reductions,
+//            FsdpOptions::overlap);
 //   "loss":  the output projection fused with the cross-entropy, the logits never whole
 //            (components/linear_cross_entropy.h).
+// Either way, planned buffers: CPU storage is cached by size class and reused (platform/
+// allocation_cache.h), so steps after the first take none from the system.
 // Eager stays the reference: compile mode changes speed and memory, not the model.
 #pragma once
 

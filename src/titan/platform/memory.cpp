@@ -16,6 +16,7 @@
 #include <string>
 
 #include "titan/errors.h"
+#include "titan/platform/allocation_cache.h"
 
 namespace titan::platform {
 namespace {
@@ -24,6 +25,10 @@ std::atomic<int64_t> g_live{0};
 std::atomic<int64_t> g_peak{0};
 std::array<std::atomic<int64_t>, kMemoryCategories> g_by_category{};
 std::atomic<uint64_t> g_next_id{1};
+std::atomic<int64_t> g_system_allocations{0};
+std::atomic<int64_t> g_alloc_retries{0};
+std::atomic<AllocationCache*> g_cache{nullptr};  // compile mode's planned buffers, or none
+int64_t g_system_allocations_at_reset = 0;       // the device's count at the last reset
 std::atomic<MemoryObserver*> g_observer{nullptr};
 std::mutex g_observer_mutex;
 std::mutex g_failure_mutex;
@@ -64,7 +69,8 @@ CategoryBytes category_snapshot() {
 // Delegates to LibTorch's CPU allocator and counts the bytes of each live allocation under
 // the thread's tag. The size, tag and id live in a 64-byte header in front of the data
 // (keeping the allocator's 64-byte alignment), so that the data pointer is also the deleter's
-// context, as raw_allocate() (oneDNN's bf16 GEMMs) requires.
+// context, as raw_allocate() (oneDNN's bf16 GEMMs) requires. With the allocation cache on,
+// blocks are taken from it and given back to it by size class.
 class CountingAllocator final : public c10::Allocator {
  public:
   explicit CountingAllocator(c10::Allocator* base) : base_(base) {}
@@ -73,24 +79,23 @@ class CountingAllocator final : public c10::Allocator {
     if (g_limit > 0 && g_live.load() + static_cast<int64_t>(nbytes) > g_limit) {
       refuse(nbytes, fmt::format("over TITAN_TEST_MEMORY_LIMIT_BYTES = {}", g_limit));
     }
-    c10::DeleterFnPtr base_free = base_->raw_deleter();
-    c10::DataPtr inner;
-    try {
-      inner = base_->allocate(nbytes + kHeader);
-    } catch (const c10::Error& e) {
-      refuse(nbytes, e.what_without_backtrace());
+    auto* cache = g_cache.load();
+    const size_t capacity = (cache ? AllocationCache::size_class(nbytes) : nbytes) + kHeader;
+    auto* header = static_cast<Header*>(cache ? cache->take(capacity) : nullptr);
+    if (!header) {
+      c10::DataPtr inner = from_system(capacity, nbytes);
+      if (!inner) return base_->allocate(nbytes);
+      header = static_cast<Header*>(inner.release_context());
+      header->base_free = base_->raw_deleter();
     }
-    if (!base_free || inner.get() != inner.get_context()) return base_->allocate(nbytes);
-    c10::Device device = inner.device();
-    auto* header = static_cast<Header*>(inner.release_context());
     header->bytes = static_cast<int64_t>(nbytes);
-    header->base_free = base_free;
+    header->capacity = capacity;
     header->id = g_next_id.fetch_add(1);
     header->tag = t_tag;
     add_live(header->bytes, header->tag.category);
     tell_observer([&](MemoryObserver& o) { o.allocated(header->id, header->bytes, header->tag); });
     void* data = reinterpret_cast<char*>(header) + kHeader;
-    return {data, data, &release, device};
+    return {data, data, &release, c10::Device(c10::DeviceType::CPU)};
   }
 
   c10::DeleterFnPtr raw_deleter() const override { return &release; }
@@ -115,13 +120,44 @@ class CountingAllocator final : public c10::Allocator {
     auto* header = header_of(data);
     add_live(-header->bytes, header->tag.category);
     tell_observer([&](MemoryObserver& o) { o.freed(header->id, header->bytes, header->tag); });
-    header->base_free(header);
+    auto* cache = g_cache.load();
+    const size_t planned = AllocationCache::size_class(header->bytes) + kHeader;
+    if (cache && header->capacity == planned) {
+      cache->give(header, header->capacity, header->base_free);
+    } else {
+      header->base_free(header);
+    }
   }
 
  private:
+  // `capacity` bytes from LibTorch's allocator, null when its blocks cannot carry our header
+  // (no raw deleter, or data and context apart). The system refusing is retried once with the
+  // cache emptied, then refused with what was alive.
+  c10::DataPtr from_system(size_t capacity, size_t nbytes) {
+    if (!base_->raw_deleter()) return {};
+    c10::DataPtr inner;
+    try {
+      inner = base_->allocate(capacity);
+    } catch (const c10::Error& e) {
+      auto* cache = g_cache.load();
+      if (!cache || cache->cached_bytes() == 0) refuse(nbytes, e.what_without_backtrace());
+      cache->release();
+      g_alloc_retries.fetch_add(1);
+      try {
+        inner = base_->allocate(capacity);
+      } catch (const c10::Error& again) {
+        refuse(nbytes, again.what_without_backtrace());
+      }
+    }
+    g_system_allocations.fetch_add(1);
+    if (inner.get() != inner.get_context()) return {};
+    return inner;
+  }
+
   static constexpr size_t kHeader = 64;
   struct Header {
-    int64_t bytes;
+    int64_t bytes;     // the tensor's
+    size_t capacity;   // the block's, header included
     c10::DeleterFnPtr base_free;
     uint64_t id;
     MemoryTag tag;
@@ -214,20 +250,40 @@ MemoryPeaks memory_peaks(const torch::Device& device) {
     auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.index());
     constexpr auto kAll = static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE);
     return {stats.active_bytes[kAll].peak, stats.reserved_bytes[kAll].peak,
-            stats.num_alloc_retries, stats.num_ooms};
+            stats.num_alloc_retries, stats.num_ooms,
+            stats.num_device_alloc - g_system_allocations_at_reset};
   }
 #endif
-  return {peak_tensor_bytes(), peak_rss_bytes(), 0, 0};
+  return {peak_tensor_bytes(), peak_rss_bytes(), g_alloc_retries.load(), 0,
+          g_system_allocations.load() - g_system_allocations_at_reset};
 }
 
 void reset_memory_peaks(const torch::Device& device) {
 #ifdef TITAN_CUDA
   if (device.is_cuda()) {
     c10::cuda::CUDACachingAllocator::resetPeakStats(device.index());
+    g_system_allocations_at_reset =
+        c10::cuda::CUDACachingAllocator::getDeviceStats(device.index()).num_device_alloc;
     return;
   }
 #endif
   reset_peak_tensor_bytes();
+  g_system_allocations_at_reset = g_system_allocations.load();
+}
+
+void enable_allocation_cache() {
+  static AllocationCache cache;
+  enable_memory_counting();
+  g_cache.store(&cache);
+}
+
+void release_cached_memory() {
+  if (auto* cache = g_cache.load()) cache->release();
+}
+
+int64_t cached_memory_bytes() {
+  auto* cache = g_cache.load();
+  return cache ? cache->cached_bytes() : 0;
 }
 
 }  // namespace titan::platform

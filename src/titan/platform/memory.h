@@ -106,9 +106,21 @@ int64_t peak_rss_bytes();
 struct MemoryPeaks {
   int64_t max_active = 0;    // bytes of live tensors at the peak
   int64_t max_reserved = 0;  // bytes the allocator held from the system at the peak
-  int64_t alloc_retries = 0; // CUDA: allocations that had to free cached blocks and retry
+  int64_t alloc_retries = 0; // allocations that had to free cached blocks and retry (all run)
   int64_t ooms = 0;          // CUDA: out-of-memory errors the allocator raised
+  int64_t system_allocs = 0; // blocks taken from the system (cudaMalloc; CPU: LibTorch's
+                             // allocator) since the last reset
 };
+
+/// Compile mode's planned buffers (allocation_cache.h): from now on, freed CPU storage is
+/// kept for later allocations of its size class instead of going back to the system.
+/// Idempotent; turns memory counting on.
+void enable_allocation_cache();
+/// Returns the cached blocks to the system (no-op without the cache), as
+/// torch.cuda.empty_cache() does on a GPU.
+void release_cached_memory();
+/// Bytes the cache holds now (0 without it).
+int64_t cached_memory_bytes();
 
 /// Peaks on `device` since the last reset_memory_peaks(device). On the CPU, max_reserved is
 /// the process's peak RSS over its whole life.

@@ -444,6 +444,7 @@ void Trainer::record_memory(components::StepMetrics& m) {
   m.max_reserved_gib = static_cast<double>(peaks.max_reserved) / kGiB;
   m.num_alloc_retries = peaks.alloc_retries;
   m.num_ooms = peaks.ooms;
+  m.num_system_allocs = peaks.system_allocs;
   const double capacity_gib =
       static_cast<double>(platform::device_capacity_bytes(device_)) / kGiB;
   m.max_active_pct = 100.0 * m.max_active_gib / capacity_gib;
@@ -595,7 +596,10 @@ void Trainer::train() {
     snapshot_on_allocation_failure(step, [&] {
       r = train_step(step);
       if (step == first) log_state_memory();
-      if (checkpoint_->should_save(step, t.steps)) save_checkpoint(step, step == t.steps);
+      if (checkpoint_->should_save(step, t.steps)) {
+        save_checkpoint(step, step == t.steps);
+        platform::release_cached_memory();  // the save's buffers: no training step reuses them
+      }
     });
     profiler_->step_end(step);
     memory_snapshot_->step_end(step);
@@ -612,6 +616,7 @@ void Trainer::train() {
     std::optional<components::ValidationResult> validation;
     if (validator_ && validator_->should_validate(step)) {
       validation = validator_->validate(*forward_backward_, local_models(), device_);
+      platform::release_cached_memory();
       // The step's times and waits are the training's.
       window_start += std::chrono::duration_cast<Clock::duration>(
           std::chrono::duration<double>(validation->seconds));

@@ -1,6 +1,7 @@
 #include "titan/models/common/transformer_block.h"
 
 #include <cmath>
+#include <tuple>
 
 #include "titan/models/common/attention.h"
 #include "titan/models/common/feed_forward.h"
@@ -30,8 +31,15 @@ TransformerBlockImpl::TransformerBlockImpl(int64_t layer_id, int64_t dim, double
 
 torch::Tensor TransformerBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& cos,
                                             const torch::Tensor& sin) {
-  auto h = x + attention->forward(attention_norm(x), cos, sin);  // h: [B, S, dim]
-  return h + feed_forward->forward(ffn_norm(h));                 // [B, S, dim]
+  auto delta = attention->forward(attention_norm(x), cos, sin);  // delta: [B, S, dim]
+  torch::Tensor h, normed;                                        // h, normed: [B, S, dim]
+  if (residual_norm) {
+    std::tie(h, normed) = residual_norm(x, delta, *ffn_norm);
+  } else {
+    h = x + delta;
+    normed = ffn_norm(h);
+  }
+  return h + feed_forward->forward(normed);  // [B, S, dim]
 }
 
 SavedElements TransformerBlockImpl::saved_elements(bool op_level) const {

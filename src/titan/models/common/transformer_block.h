@@ -8,7 +8,9 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "titan/models/common/block_part.h"
@@ -46,6 +48,11 @@ class TransformerBlockImpl : public torch::nn::Module {
   std::shared_ptr<FeedForwardPart> feed_forward;
   RMSNorm attention_norm{nullptr};
   RMSNorm ffn_norm{nullptr};
+  /// (x, delta, ffn_norm) -> {h = x + delta, ffn_norm(h)} as one op: compile mode installs
+  /// the fused kernel (kernels/rms_norm.h); empty: the add, then ffn_norm.
+  using ResidualNorm = std::function<std::pair<torch::Tensor, torch::Tensor>(
+      const torch::Tensor& x, const torch::Tensor& delta, const RMSNormImpl& norm)>;
+  ResidualNorm residual_norm;
 };
 TORCH_MODULE(TransformerBlock);
 

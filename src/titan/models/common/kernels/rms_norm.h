@@ -6,6 +6,8 @@
 
 #include <torch/torch.h>
 
+#include <utility>
+
 namespace titan::models::kernels {
 
 /// x: [..., D] (float32, float64 or bfloat16), weight: [D] (any float dtype) -> y: [..., D] in
@@ -13,5 +15,12 @@ namespace titan::models::kernels {
 /// for float64 x). Gradients of x and weight (weight's in its own dtype). CPU tensors only
 /// (c10::Error otherwise).
 torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps);
+
+/// The residual add and the norm after it in one pass each way: x, delta: [..., D] (same
+/// dtype) -> {h = x + delta, y = rms_norm(h, weight, eps)}. Keeps h and rstd like rms_norm;
+/// backward adds h's own gradient to the norm's in the same pass and gives it to x and delta.
+std::pair<torch::Tensor, torch::Tensor> residual_rms_norm(const torch::Tensor& x,
+                                                          const torch::Tensor& delta,
+                                                          const torch::Tensor& weight, double eps);
 
 }  // namespace titan::models::kernels
