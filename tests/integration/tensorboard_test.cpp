@@ -48,6 +48,7 @@ double expected(const std::string& tag, const nlohmann::json& r, double capacity
       {"memory/max_reserved(GiB)", "max_reserved_gib"},
       {"memory/num_alloc_retries", "num_alloc_retries"},
       {"memory/num_ooms", "num_ooms"},
+      {"memory/num_system_allocs", "num_system_allocs"},
       {"n_tokens_seen", "tokens_seen"},
   };
   if (auto k = keys.find(tag); k != keys.end()) return r[k->second].get<double>();
@@ -94,7 +95,7 @@ TEST(TensorBoard, ItsReaderRecoversEveryTagAndValue) {
   const auto manifest = nlohmann::json::parse(manifest_file);
   const double capacity_gib = manifest["device"]["memory_bytes"].get<double>() / (1 << 30);
   const Scalars scalars = read_scalars(folders[0]);
-  EXPECT_EQ(scalars.size(), 17u) << "TorchTitan's 16 tags and mfu(%)";
+  EXPECT_EQ(scalars.size(), 18u) << "TorchTitan's 16 tags, mfu(%) and memory/num_system_allocs";
   for (const auto& [tag, events] : scalars) {
     ASSERT_EQ(events.size(), static_cast<size_t>(kSteps)) << tag;
     for (size_t s = 0; s < events.size(); ++s) {

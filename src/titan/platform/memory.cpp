@@ -272,9 +272,10 @@ void reset_memory_peaks(const torch::Device& device) {
 }
 
 void enable_allocation_cache() {
-  static AllocationCache cache;
+  // Never destroyed: tensors freed during exit still give their blocks to it.
+  static auto* cache = new AllocationCache;
   enable_memory_counting();
-  g_cache.store(&cache);
+  g_cache.store(cache);
 }
 
 void release_cached_memory() {
