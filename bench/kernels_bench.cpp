@@ -1,6 +1,8 @@
 // Compile mode's fused kernels against the eager compositions they replace, forward and
 // backward, at the llama3 debug model's shapes at seq 2048 x batch 2 (dim 256, 16 heads of 16,
-// SwiGLU width 768; MLA's rope width 64 for the interleaved RoPE): the median time of a forward
+// SwiGLU width 768; MLA's rope width 64 for the interleaved RoPE; the MoE layer with
+// debugmodel_moe's routing, 64 experts top 8, but experts of width 8 so that the routing, not
+// the experts' GEMMs, is what is timed): the median time of a forward
 // + backward over `reps` tries, and the CPU bytes each try allocates at its peak above what
 // was alive before it (the counting allocator), in one run so the ratios share the machine's
 // load.
@@ -15,7 +17,9 @@
 #include <vector>
 
 #include "titan/models/common/causal_attention.h"
+#include "titan/models/common/moe.h"
 #include "titan/models/common/kernels/attention.h"
+#include "titan/models/common/kernels/moe_routing.h"
 #include "titan/models/common/kernels/rms_norm.h"
 #include "titan/models/common/kernels/rope.h"
 #include "titan/models/common/kernels/swiglu.h"
@@ -112,5 +116,26 @@ int main(int argc, char** argv) {
         return titan::models::kernels::causal_attention(in[0], in[1], in[2], 0.25);
       },
       {qkv(H), qkv(H), qkv(H)}, reps);
+  titan::models::MoEArgs moe_args;
+  moe_args.num_experts = 64;
+  moe_args.top_k = 8;
+  moe_args.hidden_dim = 8;
+  moe_args.route_norm = true;
+  titan::models::MoE eager_moe(dim, moe_args, torch::TensorOptions()),
+      fused_moe(dim, moe_args, torch::TensorOptions());
+  {
+    torch::NoGradGuard no_grad;
+    auto same = fused_moe->parameters();
+    for (auto& p : eager_moe->parameters()) p.normal_(0.0, 0.05);
+    for (size_t i = 0; i < same.size(); ++i) same[i].copy_(eager_moe->parameters()[i]);
+  }
+  fused_moe->router->choose = titan::models::kernels::route;
+  fused_moe->moves = {titan::models::kernels::sort_copies, titan::models::kernels::permute_copies,
+                      titan::models::kernels::combine_copies};
+  row(fmt::format("MoE routing [{}, {}, {}], {} experts, top {}", B, S, dim,
+                  moe_args.num_experts, moe_args.top_k),
+      [&eager_moe](const auto& in) { return eager_moe->forward(in[0]); },
+      [&fused_moe](const auto& in) { return fused_moe->forward(in[0]); },
+      {torch::randn({B, S, dim})}, reps);
   return 0;
 }

@@ -4,7 +4,9 @@
 // checkpointing on the compile side, whose recomputation the fused kernels replace), TP 2 x
 // FSDP 2 (vocab-parallel fused loss) and PP 2 (1F1B, full checkpointing on the compile side);
 // qwen3 (its 151,936 vocabulary makes a run 4x llama3's) on 1 rank and TP 2 x FSDP 2 only;
-// DeepSeek-V3 (MLA's interleaved RoPE and latent norms) on 1 rank for 6 steps.
+// DeepSeek-V3 (MLA's interleaved RoPE and latent norms, sigmoid group-limited routing) on 1 rank
+// and Qwen3-MoE's small debug model at expert parallel 2 (the fused routing around the
+// all-to-all), 6 steps each.
 // Every step's loss and gradient norm within 1e-5 relative (the fused kernels round once where
 // the eager ops round per op, and the loss sums its chunks' weight gradients); qwen3 within
 // 5e-5, as in the context-parallel test: its step 9 multiplies earlier rounding differences by
@@ -71,6 +73,13 @@ TEST(CompileMode, Qwen3MatchesEagerInEveryLayout) {
 TEST(CompileMode, DeepseekV3MatchesEagerOnOneRank) {
   expect_compile_matches_eager("--module deepseek_v3 --config deepseek_v3_debugmodel ",
                                {all_layouts()[0]}, 1e-5, 6);
+}
+
+TEST(CompileMode, Qwen3MoEMatchesEagerWithExpertParallel) {
+  expect_compile_matches_eager(
+      "--module qwen3 --config qwen3_moe_debugmodel --model.flavor debugmodel_moe_small ",
+      {{2, "--training.local_batch_size 4 --parallelism.expert_parallel_degree 2", "", "EP 2"}},
+      1e-5, 6);
 }
 
 }  // namespace

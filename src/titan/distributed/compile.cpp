@@ -6,6 +6,7 @@
 #include "titan/models/common/attention.h"
 #include "titan/models/common/feed_forward.h"
 #include "titan/models/common/kernels/attention.h"
+#include "titan/models/common/kernels/moe_routing.h"
 #include "titan/models/common/kernels/rms_norm.h"
 #include "titan/models/common/kernels/rope.h"
 #include "titan/models/common/kernels/swiglu.h"
@@ -29,8 +30,8 @@ models::ElementwiseOp::Fn fused_rope(models::kernels::RopeLayout layout) {
   };
 }
 
-// Every RMSNorm (a block's second one with the residual add before it), RoPE, attention and
-// SwiGLU gate of the part computes through its fused kernel.
+// Every RMSNorm (a block's second one with the residual add before it), RoPE, attention,
+// SwiGLU gate and MoE routing of the part computes through its fused kernel.
 void fuse_kernels(torch::nn::Module& model) {
   for (const auto& module : model.modules()) {
     if (auto* norm = module->as<models::RMSNormImpl>()) {
@@ -52,6 +53,11 @@ void fuse_kernels(torch::nn::Module& model) {
       ffn->gate.fused = fused_swiglu;
     } else if (auto* experts = module->as<models::GroupedExpertsImpl>()) {
       experts->gate.fused = fused_swiglu;
+    } else if (auto* router = module->as<models::TokenChoiceRouterImpl>()) {
+      router->choose = models::kernels::route;
+    } else if (auto* moe = module->as<models::MoEImpl>()) {
+      moe->moves = {models::kernels::sort_copies, models::kernels::permute_copies,
+                    models::kernels::combine_copies};
     }
   }
 }

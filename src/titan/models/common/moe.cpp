@@ -32,6 +32,53 @@ torch::Tensor limit_to_groups(const torch::Tensor& choice, const MoEArgs& a) {
       .view({tokens, -1});  // [T, E]
 }
 
+// The eager router's choice from logits [T, E] (float32/64).
+Routing choose_eagerly(const torch::Tensor& logits, const torch::Tensor& expert_bias,
+                       const MoEArgs& args) {
+  auto scores = args.score_func == MoEArgs::ScoreFunc::Softmax ? torch::softmax(logits, -1)
+                                                               : torch::sigmoid(logits);  // [T, E]
+  Routing r;
+  {
+    torch::NoGradGuard no_grad;
+    auto choice = expert_bias.defined() ? scores + expert_bias.to(logits.scalar_type())
+                                        : scores;  // choice: [T, E]
+    if (args.num_expert_groups > 0) choice = limit_to_groups(choice, args);
+    r.experts = top_k_indices(choice, args.top_k);  // [T, K]
+  }
+  r.gates = scores.gather(1, r.experts);  // [T, K]
+  if (args.route_norm) r.gates = r.gates / (r.gates.sum(-1, /*keepdim=*/true) + kRouteNormEps);
+  if (args.route_scale != 1.0) r.gates = r.gates * args.route_scale;
+  return r;
+}
+
+CopyOrder sort_eagerly(const torch::Tensor& experts, int64_t num_experts) {
+  auto chosen = experts.reshape({-1});                       // [N = T K], token-major
+  auto copy = torch::argsort(chosen, /*stable=*/true);      // [N]
+  auto position = torch::empty_like(copy).scatter_(
+      0, copy, torch::arange(copy.size(0), copy.options()));  // [N]
+  return {position.view(experts.sizes()), copy, torch::bincount(chosen, {}, num_experts)};
+}
+
+torch::Tensor permute_eagerly(const torch::Tensor& tokens, const CopyOrder& order,
+                              const torch::Tensor& gates) {
+  const int64_t k = order.position.size(1);
+  auto routed = tokens.index_select(0, order.copy.div(k, "floor"));  // routed: [N, dim]
+  if (!gates.defined()) return routed;
+  auto g = gates.reshape({-1}).index_select(0, order.copy);  // [N]
+  return (routed.to(g.scalar_type()) * g.unsqueeze(1)).to(tokens.scalar_type());
+}
+
+torch::Tensor combine_eagerly(const torch::Tensor& expert_out, const CopyOrder& order,
+                              const torch::Tensor& gates) {
+  auto per_copy = expert_out.index_select(0, order.position.reshape({-1}))
+                      .view({order.position.size(0), order.position.size(1),
+                             expert_out.size(1)});  // [T, K, dim]
+  if (!gates.defined()) return per_copy.sum(1);                                    // [T, dim]
+  return (per_copy.to(gates.scalar_type()) * gates.unsqueeze(-1))
+      .sum(1)
+      .to(expert_out.scalar_type());  // [T, dim]
+}
+
 void require_moe(bool ok, const std::string& what) {
   if (!ok) throw ConfigError("mixture-of-experts arguments: " + what);
 }
@@ -68,24 +115,14 @@ void validate(const MoEArgs& a) {
 
 TokenChoiceRouterImpl::TokenChoiceRouterImpl(int64_t dim, const MoEArgs& args,
                                              const torch::TensorOptions& options)
-    : args(args), gate(register_module("gate", Linear(dim, args.num_experts, options))) {}
+    : args(args),
+      gate(register_module("gate", Linear(dim, args.num_experts, options))),
+      choose(choose_eagerly) {}
 
 Routing TokenChoiceRouterImpl::forward(const torch::Tensor& x, const torch::Tensor& expert_bias) {
   const auto dtype = x.scalar_type() == torch::kFloat64 ? torch::kFloat64 : torch::kFloat32;
   auto logits = torch::linear(x.to(dtype), gate->weight.to(dtype));  // [T, E]
-  Routing r;
-  r.scores = args.score_func == MoEArgs::ScoreFunc::Softmax ? torch::softmax(logits, -1)
-                                                            : torch::sigmoid(logits);  // [T, E]
-  {
-    torch::NoGradGuard no_grad;
-    auto choice = expert_bias.defined() ? r.scores + expert_bias.to(dtype) : r.scores;  // [T, E]
-    if (args.num_expert_groups > 0) choice = limit_to_groups(choice, args);
-    r.experts = top_k_indices(choice, args.top_k);  // [T, K]
-  }
-  r.gates = r.scores.gather(1, r.experts);  // [T, K]
-  if (args.route_norm) r.gates = r.gates / (r.gates.sum(-1, /*keepdim=*/true) + kRouteNormEps);
-  if (args.route_scale != 1.0) r.gates = r.gates * args.route_scale;
-  return r;
+  return choose(logits, expert_bias, args);
 }
 
 ExpertWeightImpl::ExpertWeightImpl(int64_t experts, int64_t rows, int64_t cols,
@@ -111,7 +148,7 @@ torch::Tensor GroupedExpertsImpl::forward(const torch::Tensor& x,
 }
 
 MoEImpl::MoEImpl(int64_t dim, const MoEArgs& moe_args, const torch::TensorOptions& options)
-    : dim(dim), args(moe_args) {
+    : dim(dim), args(moe_args), moves{sort_eagerly, permute_eagerly, combine_eagerly} {
   validate(args);
   router = register_module("router", TokenChoiceRouter(dim, args, options));
   experts =
@@ -128,24 +165,24 @@ MoEImpl::MoEImpl(int64_t dim, const MoEArgs& moe_args, const torch::TensorOption
 
 torch::Tensor MoEImpl::forward(const torch::Tensor& x) {
   auto tokens = x.reshape({-1, dim});  // tokens: [T, dim]
-  const int64_t k = args.top_k;
   auto routing = router(tokens, expert_bias);
-  auto chosen = routing.experts.reshape({-1});                  // [N = T K], token-major
-  auto by_expert = torch::argsort(chosen, /*stable=*/true);     // [N]: the copies sorted by expert
-  auto counts = torch::bincount(chosen, {}, args.num_experts);  // [E]
+  CopyOrder order;
+  {
+    torch::NoGradGuard no_grad;
+    order = moves.sort(routing.experts, args.num_experts);
+  }
   if (is_training() && !is_recomputing()) {
     torch::NoGradGuard no_grad;
     if (!tokens_per_expert.defined()) {
-      tokens_per_expert = torch::zeros({args.num_experts}, counts.options().dtype(torch::kFloat32));
+      tokens_per_expert =
+          torch::zeros({args.num_experts}, order.counts.options().dtype(torch::kFloat32));
     }
-    tokens_per_expert.add_(counts);
+    tokens_per_expert.add_(order.counts);
   }
-  auto routed = tokens.index_select(0, by_expert.div(k, "floor"));  // routed: [N, dim]
-  if (args.score_before_experts) {
-    auto gates = routing.gates.reshape({-1}).index_select(0, by_expert);  // [N]
-    routed = (routed.to(gates.scalar_type()) * gates.unsqueeze(1)).to(x.scalar_type());
-  }
-  auto counts_cpu = counts.cpu();
+  const torch::Tensor none;
+  auto routed = moves.permute(tokens, order,
+                              args.score_before_experts ? routing.gates : none);  // [N, dim]
+  auto counts_cpu = order.counts.cpu();
   const auto* n = counts_cpu.data_ptr<int64_t>();
   std::vector<int64_t> expert_counts(n, n + args.num_experts);
   torch::Tensor expert_out, shared;  // expert_out: [N, dim]; shared: [B, S, dim]
@@ -159,15 +196,8 @@ torch::Tensor MoEImpl::forward(const torch::Tensor& x) {
   } else {
     expert_out = experts(routed, expert_counts);
   }
-  auto position = torch::empty_like(by_expert).scatter_(
-      0, by_expert, torch::arange(by_expert.size(0), by_expert.options()));  // [N]
-  auto per_copy = expert_out.index_select(0, position).view({-1, k, dim});   // [T, K, dim]
-  auto out = args.score_before_experts
-                 ? per_copy.sum(1)
-                 : (per_copy.to(routing.gates.scalar_type()) * routing.gates.unsqueeze(-1))
-                       .sum(1)
-                       .to(x.scalar_type());  // out: [T, dim]
-  out = out.view(x.sizes());                  // [B, S, dim]
+  auto out = moves.combine(expert_out, order, args.score_before_experts ? none : routing.gates)
+                 .view(x.sizes());  // out: [B, S, dim]
   if (!shared_experts) return out;
   if (!dispatcher) compute_shared();  // last, as before expert parallelism (the same sums)
   return out + shared;

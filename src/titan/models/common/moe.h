@@ -52,8 +52,14 @@ void validate(const MoEArgs& args);
 /// The routing of T tokens to k of E experts.
 struct Routing {
   torch::Tensor experts;  // [T, K] int64, best first
-  torch::Tensor gates;    // [T, K] float32: each chosen expert's output weight
-  torch::Tensor scores;   // [T, E] float32: the router's softmax or sigmoid
+  torch::Tensor gates;    // [T, K] float32 (float64 for a float64 model): each copy's weight
+};
+
+/// Where the N = T K routed copies sit once sorted by expert (ties in copy order t K + k).
+struct CopyOrder {
+  torch::Tensor position;  // [T, K] int64: the sorted row of copy (t, k)
+  torch::Tensor copy;      // [N] int64: the copy t K + k each sorted row holds
+  torch::Tensor counts;    // [E] int64: the rows of each expert
 };
 
 /// Token-choice top-k (TorchTitan's TokenChoiceTopKRouter): scores are computed in float32;
@@ -67,8 +73,14 @@ class TokenChoiceRouterImpl : public torch::nn::Module {
   /// x: [T, dim]; expert_bias: [E] float32 or undefined.
   Routing forward(const torch::Tensor& x, const torch::Tensor& expert_bias);
 
+  using Choose = std::function<Routing(const torch::Tensor& logits,
+                                       const torch::Tensor& expert_bias, const MoEArgs& args)>;
+
   MoEArgs args;
   Linear gate{nullptr};
+  /// The choice from the logits [T, E]: eager by default; compile mode installs the fused
+  /// kernel (kernels/moe_routing.h), which decides the same.
+  Choose choose;
 };
 TORCH_MODULE(TokenChoiceRouter);
 
@@ -114,6 +126,24 @@ class TokenDispatcher {
   virtual torch::Tensor combine(const torch::Tensor& expert_out) = 0;
 };
 
+/// How the routed copies go to expert order and back: eager compositions (argsort,
+/// index_select, a [T, K, dim] weighted sum) by default; compile mode installs the fused kernels
+/// (kernels/moe_routing.h). The same results either way.
+struct CopyMoves {
+  /// experts: [T, K] -> their order (no gradient).
+  std::function<CopyOrder(const torch::Tensor& experts, int64_t num_experts)> sort;
+  /// tokens: [T, dim], gates: [T, K] or undefined -> [N, dim]: row r = tokens[copy[r] / K],
+  /// times its gate when given.
+  std::function<torch::Tensor(const torch::Tensor& tokens, const CopyOrder& order,
+                              const torch::Tensor& gates)>
+      permute;
+  /// expert_out: [N, dim] sorted, gates: [T, K] or undefined -> [T, dim]: each token's K rows
+  /// summed, weighted by the gates when given.
+  std::function<torch::Tensor(const torch::Tensor& expert_out, const CopyOrder& order,
+                              const torch::Tensor& gates)>
+      combine;
+};
+
 class MoEImpl : public FeedForwardPart {
  public:
   /// Parameters uninitialised; expert_bias (when args.load_balance_coeff > 0) float32 zeros on
@@ -148,6 +178,7 @@ class MoEImpl : public FeedForwardPart {
   FeedForward shared_experts{nullptr};  // null without shared experts
   /// Null: all E experts are here (`experts` holds them all).
   std::shared_ptr<TokenDispatcher> dispatcher;
+  CopyMoves moves;
   /// [E] float32 buffer (checkpointed), added to the scores to choose experts; undefined when
   /// balancing is off. The load balancer (components/load_balancing.h) updates it.
   torch::Tensor expert_bias;
