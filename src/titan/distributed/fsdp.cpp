@@ -32,16 +32,27 @@ std::vector<int64_t> with_rows(std::vector<int64_t> shape, int64_t rows) {
   return shape;
 }
 
+void free_storage(const torch::Tensor& t) {
+  auto* impl = t.storage().unsafeGetStorageImpl();
+  impl->set_data_ptr_noswap(at::DataPtr(nullptr, t.device()));
+  impl->set_nbytes(0);
+}
+
 // all-gather forward, reduce-scatter backward, over one unit's parameters.
 struct AllGatherFn : public torch::autograd::Function<AllGatherFn> {
   static variable_list forward(
       AutogradContext* ctx, at::TensorList shards,
       const c10::intrusive_ptr<platform::AutogradState<FsdpUnit*>>& unit) {
     platform::save_state(ctx, unit);
-    return unit->value->all_gather_full(shards.vec());
+    auto full = unit->value->all_gather_full(shards.vec());
+    ctx->save_for_backward(full);
+    return full;
   }
+  // Runs once every use of the gathered parameters has given its gradient: they are freed
+  // here (FSDP2's reshard after backward), not when the step's graph goes.
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     auto* unit = platform::saved_state<FsdpUnit*>(ctx);
+    for (const auto& gathered : ctx->get_saved_variables()) free_storage(gathered);
     variable_list out;
     if (unit->options().overlap) {
       unit->start_reduce_scatter(grads);  // finish_gradients() fills the shards' .grad
@@ -53,12 +64,6 @@ struct AllGatherFn : public torch::autograd::Function<AllGatherFn> {
     return out;
   }
 };
-
-void free_storage(const torch::Tensor& t) {
-  auto* impl = t.storage().unsafeGetStorageImpl();
-  impl->set_data_ptr_noswap(at::DataPtr(nullptr, t.device()));
-  impl->set_nbytes(0);
-}
 
 void refill_storage(const torch::Tensor& t, const torch::Tensor& values) {
   auto* impl = t.storage().unsafeGetStorageImpl();

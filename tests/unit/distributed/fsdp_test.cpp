@@ -1,6 +1,8 @@
-// FSDP's mixed precision on one rank: a block computes with its parameters gathered in
+// FSDP on one rank: a block computes with its parameters gathered in
 // training.mixed_precision_param (bf16 seen inside the block's forward), while the registered
-// parameters (what the optimizer updates) and their gradients stay fp32.
+// parameters (what the optimizer updates) and their gradients stay fp32; and a block's gathered
+// parameters are freed once its backward is done (FSDP2's reshard after backward), resharded
+// after forward or not, not when the whole backward ends.
 #include <gtest/gtest.h>
 
 #include "support/sharded_state.h"
@@ -12,14 +14,18 @@
 namespace titan {
 namespace {
 
-// The dtype of block 0's wq while the block runs, under FSDP gathering in `param_dtype`.
-torch::ScalarType gathered_dtype(torch::ScalarType param_dtype) {
+models::TransformerArgs small_args() {
   models::TransformerArgs a;
   a.dim = 32;
   a.n_layers = 2;
   a.n_heads = 4;
   a.vocab_size = 64;
-  models::Transformer model(a);
+  return a;
+}
+
+// The dtype of block 0's wq while the block runs, under FSDP gathering in `param_dtype`.
+torch::ScalarType gathered_dtype(torch::ScalarType param_dtype) {
+  models::Transformer model(small_args());
   model.init_weights(1);
   auto* wq = model.blocks().front().module->attention->as<models::AttentionImpl>()->wq.get();
   torch::ScalarType seen = torch::kDouble;
@@ -48,6 +54,38 @@ torch::ScalarType gathered_dtype(torch::ScalarType param_dtype) {
 TEST(Fsdp, BlocksComputeInTheParamDtype) {
   EXPECT_EQ(gathered_dtype(torch::kBFloat16), torch::kBFloat16);
   EXPECT_EQ(gathered_dtype(torch::kFloat), torch::kFloat);
+}
+
+// Bytes block 1's gathered parameters hold when backward reaches block 0's input.
+int64_t block1_gathered_bytes_in_block0_backward(bool reshard_after_forward) {
+  models::Transformer model(small_args());
+  model.init_weights(1);
+  auto* wq = model.blocks()[1].module->attention->as<models::AttentionImpl>()->wq.get();
+  torch::Tensor block1_weight;  // a view of block 1's gathered wq
+  int64_t bytes = -1;
+  model.add_block_wrapper([&](int64_t layer, const torch::Tensor& x,
+                              const models::CausalLM::TensorFn& inner) {
+    if (layer == 1) block1_weight = wq->weight;
+    if (layer == 0) {
+      x.register_hook([&](const torch::Tensor& grad) {
+        bytes = static_cast<int64_t>(block1_weight.storage().nbytes());
+        return grad;
+      });
+    }
+    return inner(x);
+  });
+  distributed::FsdpOptions options;
+  options.reshard_after_forward = reshard_after_forward;
+  auto fsdp = distributed::Fsdp::apply(model, testing::group_of_one(), testing::group_of_one(),
+                                       options);
+  model.forward(torch::tensor({{1, 2, 3, 4}}, torch::kLong)).sum().backward();
+  EXPECT_TRUE(fsdp->parameters().front().grad().defined());
+  return bytes;
+}
+
+TEST(Fsdp, FreesABlocksGatheredParametersAfterItsBackward) {
+  EXPECT_EQ(block1_gathered_bytes_in_block0_backward(true), 0);
+  EXPECT_EQ(block1_gathered_bytes_in_block0_backward(false), 0);
 }
 
 }  // namespace
