@@ -10,6 +10,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "moe_routings.h"
 #include "titan/errors.h"
 
 namespace titan::models {
@@ -158,13 +159,7 @@ std::vector<int64_t> check_against_loop(MoE& moe, int64_t batch, int64_t seq) {
 }
 
 TEST(MoE, SoftmaxTopKWithSharedExpertsMatchesTheLoop) {  // Qwen3-MoE / DeepSeek debug style
-  MoEArgs a;
-  a.num_experts = 12;
-  a.hidden_dim = 5;
-  a.top_k = 2;
-  a.route_norm = true;
-  a.num_shared_experts = 2;
-  a.load_balance_coeff = 0.0;
+  const auto a = testing::softmax_routing();
   auto moe = make_moe(a, 8, 1);
   check_against_loop(moe, 2, 7);
   auto tokens_of = check_against_loop(moe, 2, 2);  // 8 copies for 12 experts: some idle
@@ -181,27 +176,13 @@ TEST(MoE, SoftmaxTopKWithSharedExpertsMatchesTheLoop) {  // Qwen3-MoE / DeepSeek
 }
 
 TEST(MoE, SigmoidGroupLimitedBiasedRoutingMatchesTheLoop) {  // DeepSeek-V3 style
-  MoEArgs a;
-  a.num_experts = 8;
-  a.hidden_dim = 4;
-  a.top_k = 3;
-  a.score_func = MoEArgs::ScoreFunc::Sigmoid;
-  a.route_norm = true;
-  a.route_scale = 2.5;
-  a.num_expert_groups = 4;
-  a.num_limited_groups = 2;
-  a.num_shared_experts = 1;
+  const auto a = testing::sigmoid_group_routing();
   auto moe = make_moe(a, 6, 2);
   check_against_loop(moe, 3, 5);
 }
 
 TEST(MoE, ScoreBeforeExpertsMatchesTheLoop) {
-  MoEArgs a;
-  a.num_experts = 4;
-  a.hidden_dim = 3;
-  a.top_k = 2;
-  a.score_before_experts = true;
-  a.score_func = MoEArgs::ScoreFunc::Sigmoid;
+  const auto a = testing::score_before_routing();
   auto moe = make_moe(a, 5, 3);
   check_against_loop(moe, 1, 9);
 }

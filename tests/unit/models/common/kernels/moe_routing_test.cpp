@@ -4,34 +4,35 @@
 // DeepSeek-V3 (sigmoid, groups, bias, shared experts, scale) and score-before-experts
 // routings. The same experts chosen, ties included; output and every gradient (input, router,
 // experts) in float64 to 1e-12, float32 to 1e-5 relative of float64, bfloat16 to 2e-2 of the
-// eager layer in bfloat16. Enough tokens for several tasks per kernel.
+// eager layer in bfloat16. Enough tokens for several tasks of the permutation kernels.
 #include "titan/models/common/kernels/moe_routing.h"
 
 #include <gtest/gtest.h>
 
 #include <vector>
 
+#include "../moe_routings.h"
 #include "support/relative_error.h"
 
 namespace titan::models::kernels {
 namespace {
 
-using testing::max_rel;
+using titan::testing::max_rel;
 
 void fuse(MoEImpl& moe) {
   moe.router->choose = route;
   moe.moves = {sort_copies, permute_copies, combine_copies};
 }
 
-// A layer in `dtype` with the weights of a float64 one drawn from `seed`; the gate's rows 1 and
-// 4 equal, so those experts always tie.
+// A layer in `dtype` with the weights of a float64 one; the gate's rows 1 and E - 1 equal, so
+// those experts always tie.
 MoE make(const MoEArgs& args, int64_t dim, torch::ScalarType dtype, bool fused) {
   torch::manual_seed(3);
   MoE moe(dim, args, torch::TensorOptions().dtype(torch::kFloat64));
   {
     torch::NoGradGuard no_grad;
     for (auto& p : moe->parameters()) p.normal_(0.0, 0.5);
-    moe->router->gate->weight[4].copy_(moe->router->gate->weight[1]);
+    moe->router->gate->weight[args.num_experts - 1].copy_(moe->router->gate->weight[1]);
     if (moe->expert_bias.defined()) moe->expert_bias.copy_(torch::randn({args.num_experts}) * 0.1);
   }
   moe->to(dtype);
@@ -49,8 +50,8 @@ Result run(const MoEArgs& args, torch::ScalarType dtype, bool fused) {
   const int64_t dim = 24;
   auto moe = make(args, dim, dtype, fused);
   torch::manual_seed(4);
-  auto x = torch::randn({3, 200, dim}, torch::kFloat64).to(dtype).requires_grad_();
-  auto probe = torch::randn({3, 200, dim}, torch::kFloat64).to(dtype);
+  auto x = torch::randn({4, 400, dim}, torch::kFloat64).to(dtype).requires_grad_();
+  auto probe = torch::randn({4, 400, dim}, torch::kFloat64).to(dtype);
   auto y = moe(x);  // [B, S, dim]
   (y * probe).sum().backward();
   Result r{moe->router(x.detach().reshape({-1, dim}), moe->expert_bias).experts, y.detach(),
@@ -77,49 +78,22 @@ void check_every_dtype(const MoEArgs& args, const std::string& name) {
 }
 
 TEST(MoERoutingKernel, SoftmaxRoutingMatchesTheEagerLayer) {  // Qwen3-MoE
-  MoEArgs a;
-  a.num_experts = 8;
-  a.hidden_dim = 16;
-  a.top_k = 2;
-  a.route_norm = true;
-  a.load_balance_coeff = 0.0;
-  check_every_dtype(a, "softmax");
+  check_every_dtype(testing::softmax_routing(), "softmax");
 }
 
 TEST(MoERoutingKernel, SigmoidGroupLimitedBiasedRoutingMatchesTheEagerLayer) {  // DeepSeek-V3
-  MoEArgs a;
-  a.num_experts = 16;
-  a.hidden_dim = 8;
-  a.top_k = 3;
-  a.score_func = MoEArgs::ScoreFunc::Sigmoid;
-  a.route_norm = true;
-  a.route_scale = 2.5;
-  a.num_expert_groups = 4;
-  a.num_limited_groups = 2;
-  a.num_shared_experts = 1;
-  check_every_dtype(a, "sigmoid, groups");
+  check_every_dtype(testing::sigmoid_group_routing(), "sigmoid, groups");
 }
 
 TEST(MoERoutingKernel, ScoreBeforeExpertsMatchesTheEagerLayer) {
-  MoEArgs a;
-  a.num_experts = 6;
-  a.hidden_dim = 8;
-  a.top_k = 2;
-  a.score_before_experts = true;
-  a.score_func = MoEArgs::ScoreFunc::Sigmoid;
-  check_every_dtype(a, "score before experts");
+  check_every_dtype(testing::score_before_routing(), "score before experts");
 }
 
 TEST(MoERoutingKernel, AllScoresEqualGoToTheLowestExperts) {
-  MoEArgs a;
-  a.num_experts = 6;
-  a.hidden_dim = 4;
-  a.top_k = 2;
-  a.load_balance_coeff = 0.0;
-  auto logits = torch::zeros({5, 6}, torch::kFloat32);
-  auto r = route(logits, torch::Tensor(), a);
+  const auto a = testing::softmax_routing();  // top 2 of 12, renormalised
+  auto r = route(torch::zeros({5, a.num_experts}), torch::Tensor(), a);
   EXPECT_TRUE(torch::equal(r.experts, torch::tensor({0, 1}, torch::kLong).repeat({5, 1})));
-  EXPECT_LE((r.gates - 1.0 / 6).abs().max().item<double>(), 1e-7);
+  EXPECT_LE((r.gates - 0.5).abs().max().item<double>(), 1e-7);
 }
 
 TEST(MoERoutingKernel, SortsCopiesLikeAStableArgsort) {
@@ -153,9 +127,8 @@ TEST(MoERoutingKernel, RefusesMismatchedShapes) {
   EXPECT_THROW(combine_copies(torch::zeros({2, 4}), order, torch::Tensor()), c10::Error);
   EXPECT_THROW(combine_copies(torch::zeros({4, 4}), order, torch::zeros({2, 2}, torch::kFloat64)),
                c10::Error);
-  MoEArgs a;
-  a.num_experts = 3;
-  EXPECT_THROW(route(torch::zeros({2, 4}), torch::Tensor(), a), c10::Error);
+  EXPECT_THROW(route(torch::zeros({2, 3}), torch::Tensor(), testing::score_before_routing()),
+               c10::Error);  // 3 logits for 4 experts
 }
 
 }  // namespace
