@@ -122,11 +122,10 @@ struct LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy>
     const auto weight_dtype =
         static_cast<torch::ScalarType>(ctx->saved_data["weight_dtype"].toInt());
     const auto& g = grads[0];  // scalar
-    // Scaled in float32 and rounded once, as the eager cross-entropy's backward does. The
-    // weight's gradient in place: backward runs once, and a scaled copy would hold a second
-    // [Vl, D] (0.6 GB for Qwen3's vocabulary) at the step's peak.
+    // Scaled in float32 and rounded once, as the eager cross-entropy's backward does. Not in
+    // place: a zero-bubble pipeline runs this backward twice (input pass, then weight pass).
     return {(saved[0].to(g.scalar_type()) * g).to(saved[0].scalar_type()),
-            saved[1].mul_(g).to(weight_dtype), torch::Tensor(), torch::Tensor()};
+            (saved[1] * g).to(weight_dtype), torch::Tensor(), torch::Tensor()};
   }
 };
 

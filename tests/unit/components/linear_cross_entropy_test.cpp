@@ -92,6 +92,18 @@ TEST(LinearCrossEntropyPrecision, Bfloat16ScalesByTheUpstreamGradientInFloat32) 
   EXPECT_TRUE(torch::equal(h.grad(), want));
 }
 
+// A zero-bubble pipeline runs the loss's backward twice on one graph (the input pass, then the
+// weight pass): the second gives the same gradients.
+TEST(LinearCrossEntropyPrecision, BackwardTwiceGivesTheSameGradients) {
+  const auto in = inputs(torch::kFloat32);
+  auto h = in.hidden.clone().requires_grad_(), w = in.weight.clone().requires_grad_();
+  auto loss = linear_cross_entropy_sum(h, w, in.labels, {nullptr, 3}) / 7.0;
+  auto first = torch::autograd::grad({loss}, {h, w}, {}, /*retain_graph=*/true);
+  auto second = torch::autograd::grad({loss}, {h, w}, {}, /*retain_graph=*/true);
+  EXPECT_TRUE(torch::equal(first[0], second[0]));
+  EXPECT_TRUE(torch::equal(first[1], second[1]));
+}
+
 TEST(LinearCrossEntropyPrecision, WithoutGradientsGivesTheValue) {
   const auto in = inputs(torch::kFloat64);
   const auto want = eager(in, true).loss;

@@ -54,11 +54,11 @@ void limit_groups(const acc_t* choice, const MoEArgs& a, int64_t E, std::vector<
   }
 }
 
-// scores: [T, E] (acc), bias: [E] or null -> experts: [T, K], gates: [T, K] (acc)
+// scores: [T, E] (acc), bias: [E] (acc) or null -> experts: [T, K], gates: [T, K] (acc)
 //   choice = scores + bias (group-limited); experts = the K best choices, ties to the lower
 //   index; gates = scores[experts], / (their sum + eps) with route_norm, x route_scale
 template <typename acc_t>
-void route_forward(const acc_t* scores, const float* bias, const MoEArgs& a, int64_t T, int64_t E,
+void route_forward(const acc_t* scores, const acc_t* bias, const MoEArgs& a, int64_t T, int64_t E,
                    int64_t* experts, acc_t* gates) {
   const int64_t K = a.top_k;
   at::parallel_for(0, T, token_grain(E), [&](int64_t begin, int64_t end) {
@@ -66,7 +66,7 @@ void route_forward(const acc_t* scores, const float* bias, const MoEArgs& a, int
     std::vector<char> eligible(E, 1);
     for (int64_t t = begin; t < end; ++t) {
       const acc_t* s = scores + t * E;
-      for (int64_t e = 0; e < E; ++e) choice[e] = bias ? s[e] + acc_t(bias[e]) : s[e];
+      for (int64_t e = 0; e < E; ++e) choice[e] = bias ? s[e] + bias[e] : s[e];
       if (a.num_expert_groups > 0) {
         limit_groups(choice.data(), a, E, group, eligible);
       } else {
@@ -144,10 +144,12 @@ struct RouteFn : public torch::autograd::Function<RouteFn> {
                       .contiguous();                               // scores: [T, E]
     auto experts = torch::empty({T, args.top_k}, logits.options().dtype(torch::kLong));  // [T, K]
     auto gates = torch::empty({T, args.top_k}, logits.options());                        // [T, K]
-    auto bias = expert_bias ? expert_bias->to(torch::kFloat).contiguous() : torch::Tensor();
+    auto bias =  // bias: [E] in the logits' dtype, as the eager router adds it
+        expert_bias ? expert_bias->to(logits.scalar_type()).contiguous() : torch::Tensor();
     AT_DISPATCH_FLOATING_TYPES(logits.scalar_type(), "moe_route_forward", [&] {
-      route_forward(scores.data_ptr<scalar_t>(), bias.defined() ? bias.data_ptr<float>() : nullptr,
-                    args, T, E, experts.data_ptr<int64_t>(), gates.data_ptr<scalar_t>());
+      const scalar_t* b = bias.defined() ? bias.data_ptr<scalar_t>() : nullptr;
+      route_forward(scores.data_ptr<scalar_t>(), b, args, T, E, experts.data_ptr<int64_t>(),
+                    gates.data_ptr<scalar_t>());
     });
     ctx->save_for_backward({scores, experts});
     platform::save_state(ctx, state);
@@ -273,8 +275,10 @@ struct CopiesFn : public torch::autograd::Function<CopiesFn> {
     const auto m = Move(forward_move);
     auto out = torch::empty({m == Move::kSpread ? N : T, in.size(1)}, in.options());
     move(m, in, position, gates, out);
-    ctx->save_for_backward({in, gates, position});
+    // `in` only for the gates' gradient; without gates backward needs its row count alone.
+    ctx->save_for_backward({gates.defined() ? in : torch::Tensor(), gates, position});
     ctx->saved_data["move"] = forward_move;
+    ctx->saved_data["rows"] = in.size(0);
     return out;  // out: [N, D] (permute) or [T, D] (combine)
   }
 
@@ -283,7 +287,8 @@ struct CopiesFn : public torch::autograd::Function<CopiesFn> {
     const auto &in = saved[0], &gates = saved[1], &position = saved[2];
     const auto m = Move(ctx->saved_data["move"].toInt());
     auto dout = grads[0].contiguous();  // dout: [N, D] (permute) or [T, D] (combine)
-    auto din = torch::empty_like(in);   // din: like in
+    auto din = torch::empty({ctx->saved_data["rows"].toInt(), dout.size(1)},
+                            dout.options());  // din: [T, D] (permute) or [N, D] (combine)
     move(m == Move::kSpread ? Move::kGatherSum : Move::kSpread, dout, position, gates, din);
     torch::Tensor dgates;  // [T, K]: with the gates, the expert-side rows . the token-side rows
     if (gates.defined()) {
@@ -317,11 +322,17 @@ Routing route(const torch::Tensor& logits, const torch::Tensor& expert_bias, con
               logits.device());
   TORCH_CHECK(logits.dim() == 2 && logits.size(1) == args.num_experts,
               "moe route: logits must be [T, ", args.num_experts, "], got ", logits.sizes());
+  TORCH_CHECK(!expert_bias.defined() || expert_bias.numel() == args.num_experts,
+              "moe route: expert_bias must have ", args.num_experts, " entries, got ",
+              expert_bias.sizes());
+  validate(args);  // k and the group limits within range
   auto out = RouteFn::apply(logits, optional(expert_bias), platform::autograd_state(args));
   return {out[1], out[0]};
 }
 
 CopyOrder sort_copies(const torch::Tensor& experts, int64_t num_experts) {
+  TORCH_CHECK(experts.device().is_cpu(), "sort_copies: the fused kernel runs on the CPU, got ",
+              experts.device());
   auto chosen = experts.contiguous();  // chosen: [T, K]
   const int64_t N = chosen.numel();
   const auto longs = chosen.options().dtype(torch::kLong);

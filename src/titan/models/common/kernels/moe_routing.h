@@ -13,14 +13,16 @@
 
 namespace titan::models::kernels {
 
-/// logits: [T, E] (float32, or float64), expert_bias: [E] float32 or undefined -> experts [T, K]
-/// and gates [T, K] in logits' dtype, as TokenChoiceRouterImpl decides them from these logits
+/// logits: [T, E] (float32, or float64), expert_bias: [E] (added in logits' dtype) or undefined
+/// -> experts [T, K] and gates [T, K] in logits' dtype, as TokenChoiceRouterImpl decides them
+/// from these logits
 /// (scores by ATen's softmax or sigmoid, so ties and choices equal the eager router's).
-/// Gradient of logits. CPU tensors only (c10::Error otherwise).
+/// Gradient of logits. CPU tensors only, logits [T, E] and a bias of E entries (c10::Error
+/// otherwise); arguments that cannot route throw as validate(args).
 Routing route(const torch::Tensor& logits, const torch::Tensor& expert_bias, const MoEArgs& args);
 
 /// experts: [T, K] int64 in [0, num_experts) -> their CopyOrder (copies sorted by expert, ties
-/// in copy order), in O(T K). Throws c10::Error naming an expert out of range.
+/// in copy order), in O(T K). CPU only; throws c10::Error naming an expert out of range.
 CopyOrder sort_copies(const torch::Tensor& experts, int64_t num_experts);
 
 /// tokens: [T, dim] (float32, float64 or bfloat16), gates: [T, K] (float32/64) or undefined ->
