@@ -125,9 +125,8 @@ int main(int argc, char** argv) {
       fused_moe(dim, moe_args, torch::TensorOptions());
   {
     torch::NoGradGuard no_grad;
-    auto same = fused_moe->parameters();
-    for (auto& p : eager_moe->parameters()) p.normal_(0.0, 0.05);
-    for (size_t i = 0; i < same.size(); ++i) same[i].copy_(eager_moe->parameters()[i]);
+    auto from = eager_moe->parameters(), to = fused_moe->parameters();
+    for (size_t i = 0; i < from.size(); ++i) to[i].copy_(from[i].normal_(0.0, 0.05));
   }
   fused_moe->router->choose = titan::models::kernels::route;
   fused_moe->moves = {titan::models::kernels::sort_copies, titan::models::kernels::permute_copies,
