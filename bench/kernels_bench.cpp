@@ -2,7 +2,8 @@
 // backward, at the llama3 debug model's shapes at seq 2048 x batch 2 (dim 256, 16 heads of 16,
 // SwiGLU width 768; MLA's rope width 64 for the interleaved RoPE; the MoE layer with
 // debugmodel_moe's routing, 64 experts top 8, but experts of width 8 so that the routing, not
-// the experts' GEMMs, is what is timed): the median time of a forward
+// the experts' GEMMs, is what is timed), and the loss at Qwen3 0.6B's shape (seq 1024 x 1, dim
+// 1024, vocabulary 151,936; 5 tries at most): the median time of a forward
 // + backward over `reps` tries, and the CPU bytes each try allocates at its peak above what
 // was alive before it (the counting allocator), in one run so the ratios share the machine's
 // load.
@@ -16,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "titan/components/linear_cross_entropy.h"
+#include "titan/components/loss.h"
 #include "titan/models/common/causal_attention.h"
 #include "titan/models/common/moe.h"
 #include "titan/models/common/kernels/attention.h"
@@ -42,7 +45,7 @@ Figure measure(const Fn& fn, const std::vector<torch::Tensor>& inputs, const tor
                int reps) {
   std::vector<torch::Tensor> leaves;
   for (const auto& t : inputs) {
-    leaves.push_back(t.is_floating_point() && t.dim() > 2 ? t.clone().requires_grad_() : t);
+    leaves.push_back(t.requires_grad() ? t.detach().clone().requires_grad_() : t);
   }
   std::vector<double> times;
   Figure f;
@@ -98,18 +101,21 @@ int main(int argc, char** argv) {
         [layout](const auto& in) {
           return titan::models::kernels::rope(in[0], in[1], in[2], layout);
         },
-        {torch::randn({B, S, H, width}), cos, sin}, reps);
+        {torch::randn({B, S, H, width}).requires_grad_(), cos, sin}, reps);
   }
   titan::models::RMSNorm norm(dim, 1e-5, torch::TensorOptions());  // the eager module
   row(fmt::format("RMSNorm [{}, {}, {}]", B, S, dim),
       [&norm](const auto& in) { return norm->forward(in[0]); },
       [&norm](const auto& in) { return titan::models::kernels::rms_norm(in[0], norm->weight, 1e-5); },
-      {torch::randn({B, S, dim})}, reps);
+      {torch::randn({B, S, dim}).requires_grad_()}, reps);
   row(fmt::format("SwiGLU [{}, {}, {}]", B, S, hidden),
       [](const auto& in) { return torch::silu(in[0]) * in[1]; },
       [](const auto& in) { return titan::models::kernels::swiglu(in[0], in[1]); },
-      {torch::randn({B, S, hidden}), torch::randn({B, S, hidden})}, reps);
-  const auto qkv = [&](int64_t heads) { return torch::randn({B, S, heads, Dh}).transpose(1, 2); };
+      {torch::randn({B, S, hidden}).requires_grad_(), torch::randn({B, S, hidden}).requires_grad_()},
+      reps);
+  const auto qkv = [&](int64_t heads) {
+    return torch::randn({B, S, heads, Dh}).transpose(1, 2).requires_grad_();
+  };
   row(fmt::format("causal attention [{}, {}, {}, {}]", B, H, S, Dh),
       [](const auto& in) { return titan::models::causal_attention(in[0], in[1], in[2], 0.25); },
       [](const auto& in) {
@@ -135,6 +141,18 @@ int main(int argc, char** argv) {
                   moe_args.num_experts, moe_args.top_k),
       [&eager_moe](const auto& in) { return eager_moe->forward(in[0]); },
       [&fused_moe](const auto& in) { return fused_moe->forward(in[0]); },
-      {torch::randn({B, S, dim})}, reps);
+      {torch::randn({B, S, dim}).requires_grad_()}, reps);
+  const int64_t tokens = 1024, model_dim = 1024, vocab = 151936;  // Qwen3 0.6B
+  row(fmt::format("output projection + cross-entropy [1, {}, {}] x {}", tokens, model_dim, vocab),
+      [](const auto& in) {
+        return titan::components::cross_entropy_sum(torch::linear(in[0], in[1]), in[2]);
+      },
+      [](const auto& in) {
+        return titan::components::linear_cross_entropy_sum(in[0], in[1], in[2]);
+      },
+      {torch::randn({1, tokens, model_dim}).requires_grad_(),
+       (torch::randn({vocab, model_dim}) * 0.02).requires_grad_(),
+       torch::randint(0, vocab, {1, tokens})},
+      std::min(reps, 5));
   return 0;
 }

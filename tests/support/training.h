@@ -7,6 +7,7 @@
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <regex>
 #include <string>
 #include <tuple>
@@ -64,10 +65,13 @@ inline void expect_state_fraction(const TrainRun& ref, const TrainRun& other, do
 /// The layout parity check: `other` logged the steps `ref` did, and every step's loss and
 /// gradient norm lie within `rtol` (relative; 0: bit-equal) of `ref`'s. The gradient norm is
 /// compared because AdamW is invariant to a constant gradient scale: a gradient averaged where
-/// it should be summed leaves the losses unchanged (as `titan compare` checks both).
+/// it should be summed leaves the losses unchanged (as `titan compare` checks both). The
+/// gradient norms within `grad_norm_rtol` when given.
 inline void expect_same_curves(const TrainRun& ref, const TrainRun& other, double rtol,
-                               const std::string& what) {
+                               const std::string& what,
+                               std::optional<double> grad_norm_rtol = std::nullopt) {
   for (const char* key : {"loss", "grad_norm"}) {
+    if (std::string(key) == "grad_norm" && grad_norm_rtol) rtol = *grad_norm_rtol;
     auto a = ref.series(key), b = other.series(key);
     ASSERT_EQ(a.size(), b.size()) << what << ": steps logged\n" << other.command.output;
     for (size_t s = 0; s < a.size(); ++s) {

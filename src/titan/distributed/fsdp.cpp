@@ -52,14 +52,10 @@ struct AllGatherFn : public torch::autograd::Function<AllGatherFn> {
   // here (FSDP2's reshard after backward), not when the step's graph goes.
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     auto* unit = platform::saved_state<FsdpUnit*>(ctx);
-    for (const auto& gathered : ctx->get_saved_variables()) free_storage(gathered);
-    variable_list out;
-    if (unit->options().overlap) {
-      unit->start_reduce_scatter(grads);  // finish_gradients() fills the shards' .grad
-      out.resize(grads.size());
-    } else {
-      out = unit->reduce_scatter_grads(grads);
+    if (!unit->aliases_shards()) {
+      for (const auto& gathered : ctx->get_saved_variables()) free_storage(gathered);
     }
+    auto out = unit->reduce_grads(grads);
     out.emplace_back();  // no gradient for the unit pointer
     return out;
   }
@@ -91,7 +87,12 @@ FsdpUnit::FsdpUnit(std::vector<FsdpParam> params, std::shared_ptr<ProcessGroup> 
       replicate_group_(std::move(replicate_group)),
       options_(options),
       name_(std::move(name)),
-      shared_(std::move(shared)) {}
+      shared_(std::move(shared)) {
+  aliases_shards_ = shard_group_->size() == 1;
+  for (const auto& p : params_) {
+    aliases_shards_ = aliases_shards_ && p.shard.scalar_type() == options_.param_dtype;
+  }
+}
 
 torch::Tensor FsdpUnit::wait_for(PendingWork& pending, ProcessGroup& group) {
   const auto start = platform::Clock::now();
@@ -109,7 +110,7 @@ PendingWork FsdpUnit::start_all_gather(const std::vector<torch::Tensor>& shards)
 }
 
 void FsdpUnit::prefetch() {
-  if (prefetched_.active()) return;
+  if (prefetched_.active() || aliases_shards_) return;
   std::vector<torch::Tensor> shards;
   for (const auto& p : params_) shards.push_back(p.shard);
   prefetched_ = start_all_gather(shards);
@@ -120,6 +121,7 @@ void FsdpUnit::drop_prefetch() {
 }
 
 std::vector<torch::Tensor> FsdpUnit::all_gather_full(const std::vector<torch::Tensor>& shards) {
+  if (aliases_shards_) return shards;
   platform::MemoryScope comm(platform::MemoryCategory::Communication);
   torch::NoGradGuard no_grad;
   if (!prefetched_.active()) prefetched_ = start_all_gather(shards);
@@ -186,6 +188,18 @@ std::vector<torch::Tensor> FsdpUnit::reduce_scatter_grads(
   return split_shard_grads(reduced);
 }
 
+std::vector<torch::Tensor> FsdpUnit::reduce_grads(const std::vector<torch::Tensor>& full_grads) {
+  if (aliases_shards_ && !has_replicas()) {  // a world of one: the gradients are the shards'
+    for (const auto& g : full_grads) {
+      if (g.defined()) platform::retag_memory(g, platform::MemoryCategory::Gradients);
+    }
+    return full_grads;
+  }
+  if (!options_.overlap) return reduce_scatter_grads(full_grads);
+  start_reduce_scatter(full_grads);  // finish_gradients() fills the shards' .grad
+  return std::vector<torch::Tensor>(full_grads.size());
+}
+
 void FsdpUnit::start_reduce_scatter(const std::vector<torch::Tensor>& full_grads) {
   finish_gradients();  // this unit's previous microbatch
   auto& reducing = shared_->reducing;
@@ -240,7 +254,7 @@ std::vector<torch::Tensor> FsdpUnit::gather() {
 
 void FsdpUnit::release(const std::vector<torch::Tensor>& gathered, bool free_storage_now) {
   for (auto& p : params_) p.module->weight = p.shard;
-  if (free_storage_now) {
+  if (free_storage_now && !aliases_shards_) {
     for (const auto& f : gathered) free_storage(f);
   }
 }

@@ -89,8 +89,16 @@ class FsdpUnit {
   ProcessGroup& shard_group() { return *shard_group_; }
   ProcessGroup* replicate_group() { return replicate_group_.get(); }
 
-  /// Flat shard [n] -> per-parameter full tensors in the param dtype (no autograd).
+  /// Flat shard [n] -> per-parameter full tensors in the param dtype (no autograd); the shards
+  /// themselves when aliases_shards().
   std::vector<torch::Tensor> all_gather_full(const std::vector<torch::Tensor>& shards);
+  /// A shard group of one and no cast: gather() hands out the shards themselves (no copy, no
+  /// communication, nothing freed), as plain training (a world of one) and DDP need.
+  bool aliases_shards() const { return aliases_shards_; }
+  /// The gradient step of the unit's backward: per-parameter full gradients -> what autograd
+  /// gives the shards. In a world of one the gradients themselves; under overlap nothing
+  /// (start_reduce_scatter); else reduce_scatter_grads.
+  std::vector<torch::Tensor> reduce_grads(const std::vector<torch::Tensor>& full_grads);
   /// Per-parameter full gradients -> per-parameter shard gradients (fp32): reduce-scatter in
   /// the reduce dtype over the shard group, then all-reduce over the replicas.
   std::vector<torch::Tensor> reduce_scatter_grads(const std::vector<torch::Tensor>& full_grads);
@@ -125,6 +133,7 @@ class FsdpUnit {
   PendingWork prefetched_;  // an all-gather started by prefetch()
   PendingWork reducing_;    // the gradient reduce-scatter, or after it the HSDP all-reduce
   bool all_reducing_ = false;
+  bool aliases_shards_ = false;
 };
 
 /// Weights sharded over another group than the rest of their block: expert parallelism's

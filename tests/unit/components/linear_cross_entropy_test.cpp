@@ -4,7 +4,9 @@
 // short or not); float32 to 1e-5 relative of float64; bfloat16 to 1e-2 of cross_entropy_sum in
 // bfloat16. Vocab-parallel over 2 and 4 thread ranks: every rank's loss, its rows of the weight
 // gradient and the sum of the ranks' partial hidden gradients against the whole vocabulary, to
-// 1e-12. Without gradients the value alone, equal to the eager one.
+// 1e-12. Without gradients the value alone, equal to the eager one. A zero-bubble pipeline's input
+// and weight passes give one backward's gradients; the weight's gradient is handed over once,
+// never copied.
 #include "titan/components/linear_cross_entropy.h"
 
 #include <gtest/gtest.h>
@@ -12,6 +14,7 @@
 #include "support/relative_error.h"
 #include "support/thread_ranks.h"
 #include "titan/components/loss.h"
+#include "titan/platform/memory.h"
 
 namespace titan::components {
 namespace {
@@ -92,16 +95,48 @@ TEST(LinearCrossEntropyPrecision, Bfloat16ScalesByTheUpstreamGradientInFloat32) 
   EXPECT_TRUE(torch::equal(h.grad(), want));
 }
 
-// A zero-bubble pipeline runs the loss's backward twice on one graph (the input pass, then the
-// weight pass): the second gives the same gradients.
-TEST(LinearCrossEntropyPrecision, BackwardTwiceGivesTheSameGradients) {
+// A zero-bubble pipeline runs the loss's backward twice on one graph: the input pass asks for
+// the hidden states' gradient only, the weight pass then for the weight's. Together they give
+// what one backward gives, bit for bit.
+TEST(LinearCrossEntropyPrecision, InputPassThenWeightPassGiveOneBackwardsGradients) {
   const auto in = inputs(torch::kFloat32);
   auto h = in.hidden.clone().requires_grad_(), w = in.weight.clone().requires_grad_();
   auto loss = linear_cross_entropy_sum(h, w, in.labels, {nullptr, 3}) / 7.0;
-  auto first = torch::autograd::grad({loss}, {h, w}, {}, /*retain_graph=*/true);
-  auto second = torch::autograd::grad({loss}, {h, w}, {}, /*retain_graph=*/true);
-  EXPECT_TRUE(torch::equal(first[0], second[0]));
-  EXPECT_TRUE(torch::equal(first[1], second[1]));
+  auto input_pass = torch::autograd::grad({loss}, {h}, {}, /*retain_graph=*/true);
+  auto weight_pass = torch::autograd::grad({loss}, {w});
+  auto h2 = in.hidden.clone().requires_grad_(), w2 = in.weight.clone().requires_grad_();
+  (linear_cross_entropy_sum(h2, w2, in.labels, {nullptr, 3}) / 7.0).backward();
+  EXPECT_TRUE(torch::equal(input_pass[0], h2.grad()));
+  EXPECT_TRUE(torch::equal(weight_pass[0], w2.grad()));
+}
+
+// The weight's gradient is handed over, not copied: asking for it a second time is refused by
+// name rather than answered with a wrong (already scaled) gradient.
+TEST(LinearCrossEntropyPrecision, TheWeightGradientIsGivenOnce) {
+  const auto in = inputs(torch::kFloat32);
+  auto h = in.hidden.clone().requires_grad_(), w = in.weight.clone().requires_grad_();
+  auto loss = linear_cross_entropy_sum(h, w, in.labels, {nullptr, 3});
+  torch::autograd::grad({loss}, {w}, {}, /*retain_graph=*/true);
+  try {
+    torch::autograd::grad({loss}, {w});
+    ADD_FAILURE() << "a second weight gradient was given";
+  } catch (const c10::Error& e) {
+    EXPECT_NE(std::string(e.what()).find("fused loss's weight gradient"), std::string::npos)
+        << e.what();
+  }
+}
+
+// Backward adds no second weight-sized tensor to what forward left alive (forward's gradient
+// is scaled in place): its peak stays under half a weight above the start.
+TEST(LinearCrossEntropyMemory, BackwardDoesNotCopyTheWeightGradient) {
+  platform::enable_memory_counting();
+  torch::manual_seed(0);
+  auto h = torch::randn({1, 8, 64}).requires_grad_(), w = torch::randn({4096, 64}).requires_grad_();
+  auto loss = linear_cross_entropy_sum(h, w, torch::randint(0, 4096, {1, 8})) / 8.0;
+  const int64_t before = platform::live_tensor_bytes();
+  platform::reset_peak_tensor_bytes();
+  loss.backward();
+  EXPECT_LT(platform::peak_tensor_bytes() - before, w.nbytes() / 2);
 }
 
 TEST(LinearCrossEntropyPrecision, WithoutGradientsGivesTheValue) {

@@ -2,7 +2,8 @@
 // training.mixed_precision_param (bf16 seen inside the block's forward), while the registered
 // parameters (what the optimizer updates) and their gradients stay fp32; and a block's gathered
 // parameters are freed once its backward is done (FSDP2's reshard after backward), resharded
-// after forward or not, not when the whole backward ends.
+// after forward or not, not when the whole backward ends. Without a cast, one rank computes on
+// the parameters themselves (no gathered copy) and gets plain training's gradients.
 #include <gtest/gtest.h>
 
 #include "support/sharded_state.h"
@@ -56,7 +57,35 @@ TEST(Fsdp, BlocksComputeInTheParamDtype) {
   EXPECT_EQ(gathered_dtype(torch::kFloat), torch::kFloat);
 }
 
-// Bytes block 1's gathered parameters hold when backward reaches block 0's input.
+// On one rank without a cast FSDP copies nothing: a block computes on the registered parameters
+// themselves, and their gradients are plain training's, bit for bit.
+TEST(Fsdp, OnOneRankBlocksComputeOnTheParametersThemselves) {
+  models::Transformer plain(small_args()), sharded(small_args());
+  plain.init_weights(1);
+  sharded.init_weights(1);
+  auto* wq = sharded.blocks().front().module->attention->as<models::AttentionImpl>()->wq.get();
+  const void* seen = nullptr;
+  sharded.add_block_wrapper([&](int64_t layer, const torch::Tensor& x,
+                                const models::CausalLM::TensorFn& inner) {
+    if (layer == 0) seen = wq->weight.data_ptr();
+    return inner(x);
+  });
+  auto fsdp = distributed::Fsdp::apply(sharded, testing::group_of_one(), testing::group_of_one(),
+                                       {});
+  const void* registered = wq->weight.data_ptr();  // the shard FSDP registered
+  const auto tokens = torch::tensor({{1, 2, 3, 4}}, torch::kLong);
+  plain.forward(tokens).sum().backward();
+  sharded.forward(tokens).sum().backward();
+  EXPECT_EQ(seen, registered);
+  auto want = plain.named_parameters();
+  for (const auto& item : sharded.named_parameters()) {
+    ASSERT_TRUE(item.value().grad().defined()) << item.key();
+    EXPECT_TRUE(torch::equal(item.value().grad(), want[item.key()].grad())) << item.key();
+  }
+}
+
+// Bytes block 1's gathered parameters hold when backward reaches block 0's input; gathered in
+// bf16, so that they are a copy even on one rank.
 int64_t block1_gathered_bytes_in_block0_backward(bool reshard_after_forward) {
   models::Transformer model(small_args());
   model.init_weights(1);
@@ -75,10 +104,11 @@ int64_t block1_gathered_bytes_in_block0_backward(bool reshard_after_forward) {
     return inner(x);
   });
   distributed::FsdpOptions options;
+  options.param_dtype = torch::kBFloat16;
   options.reshard_after_forward = reshard_after_forward;
   auto fsdp = distributed::Fsdp::apply(model, testing::group_of_one(), testing::group_of_one(),
                                        options);
-  model.forward(torch::tensor({{1, 2, 3, 4}}, torch::kLong)).sum().backward();
+  model.forward(torch::tensor({{1, 2, 3, 4}}, torch::kLong)).to(torch::kFloat).sum().backward();
   EXPECT_TRUE(fsdp->parameters().front().grad().defined());
   return bytes;
 }
