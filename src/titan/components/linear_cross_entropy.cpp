@@ -1,6 +1,8 @@
 #include "titan/components/linear_cross_entropy.h"
 
 #include <algorithm>
+#include <limits>
+#include <utility>
 
 #include "titan/platform/autograd_state.h"
 
@@ -12,93 +14,142 @@ using distributed::ReduceOp;
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// The tokens of one loss, as the chunks read them.
+// The tokens of one loss, as the blocks read them.
 struct Tokens {
   torch::Tensor x;       // [N, D]
   torch::Tensor weight;  // [Vl, D]
-  torch::Tensor local;   // [N] int64: the label's row in this rank's slice (0 when outside)
-  torch::Tensor inside;  // [N] bool: the label is in this rank's slice
-  int64_t chunk = 1;     // tokens per chunk
+  torch::Tensor local;   // [N] int64: the label's row in this rank's slice (-1 when outside)
+  LossBlock block;
   torch::ScalarType softmax_dtype = torch::kFloat;
 
   int64_t count() const { return x.size(0); }
-  // Tokens [start, start + n) -> their logits [n, Vl] in the softmax dtype.
-  torch::Tensor logits(int64_t start, int64_t n) const {
-    return torch::mm(x.narrow(0, start, n), weight.t()).to(softmax_dtype);  // [n, Vl]
+  int64_t vocab() const { return weight.size(0); }
+  // Tokens [t, t + n) over vocabulary rows [v, v + m) -> their logits [n, m] in the softmax
+  // dtype.
+  torch::Tensor logits(int64_t t, int64_t n, int64_t v, int64_t m) const {
+    return torch::mm(x.narrow(0, t, n), weight.narrow(0, v, m).t()).to(softmax_dtype);
+  }
+  // Of tokens [t, t + n), those whose label is a row in [v, v + m): their index in [0, n) and
+  // the label's column in the block.
+  std::pair<torch::Tensor, torch::Tensor> labels_in(int64_t t, int64_t n, int64_t v,
+                                                    int64_t m) const {
+    auto column = local.narrow(0, t, n) - v;                                   // [n]
+    auto rows = column.ge(0).logical_and(column.lt(m)).nonzero().squeeze(1);  // [k]
+    return {rows, column.index_select(0, rows)};
   }
 };
 
 Tokens tokens_of(const torch::Tensor& hidden, const torch::Tensor& weight,
-                 const torch::Tensor& labels, ProcessGroup* group, int64_t chunk_tokens) {
+                 const torch::Tensor& labels, const LinearCrossEntropyOptions& options) {
   Tokens t;
   const int64_t vocab = weight.size(0);
+  auto* group = options.vocab_group;
   t.x = hidden.reshape({-1, hidden.size(-1)});                              // x: [N, D]
   t.weight = weight;                                                        // weight: [Vl, D]
   auto local = labels.reshape({-1}) - (group ? group->rank() * vocab : 0);  // local: [N]
-  t.inside = local.ge(0).logical_and(local.lt(vocab));                      // inside: [N]
-  t.local = local.masked_fill(t.inside.logical_not(), 0);
-  t.chunk = chunk_tokens > 0 ? chunk_tokens : std::max<int64_t>(1, kLogitsPerChunk / vocab);
+  t.local = local.masked_fill(local.lt(0).logical_or(local.ge(vocab)), -1);
+  t.block = loss_block(t.count(), vocab, options);
   t.softmax_dtype = weight.scalar_type() == torch::kFloat64 ? torch::kFloat64 : torch::kFloat;
   return t;
 }
 
-// Tokens [start, start + n) with logits z [n, Vl] (overwritten) and log-sum-exps lse [N]: adds
-// their gradients of sum(lse - picked) to dx [N, D] (written) and dw [Vl, D] (accumulated).
-void add_chunk_grads(const Tokens& t, int64_t start, int64_t n, torch::Tensor z,
-                     const torch::Tensor& lse, torch::Tensor& dx, torch::Tensor& dw) {
-  z.sub_(lse.narrow(0, start, n).unsqueeze(1)).exp_();  // z: [n, Vl] = softmax
-  z.scatter_add_(1, t.local.narrow(0, start, n).unsqueeze(1),
-                 -t.inside.narrow(0, start, n).to(z.scalar_type()).unsqueeze(1));  // - one_hot
-  auto g = z.to(t.weight.scalar_type());  // g: [n, Vl], as the logits' gradient
-  auto xc = t.x.narrow(0, start, n);      // xc: [n, D]
-  auto dxc = dx.narrow(0, start, n);      // dxc: [n, D]
-  torch::mm_out(dxc, g, t.weight);        // dxc = g @ weight
-  if (dw.scalar_type() == g.scalar_type()) {
-    dw.addmm_(g.t(), xc);  // dw: [Vl, D] += g^T @ xc
+// Each token's softmax statistics over this rank's vocabulary: max [N], sum_exp [N] (of the
+// logits less max) and picked [N] (the label's logit, 0 when the label is another rank's).
+struct Stats {
+  torch::Tensor max, sum_exp, picked;
+};
+
+// Folds the logits z [n, m] of tokens [t, t + n) over rows [v, v + m) into `s` (online, as
+// FlashAttention's softmax: the running sum is rescaled when a block raises the maximum), and
+// leaves exp(z - the running maximum) in z.
+void add_block_stats(const Tokens& tk, int64_t t, int64_t v, torch::Tensor& z, Stats& s) {
+  const int64_t n = z.size(0), m = z.size(1);
+  auto [rows, columns] = tk.labels_in(t, n, v, m);
+  s.picked.narrow(0, t, n).index_copy_(0, rows, z.index({rows, columns}));
+  auto max = s.max.narrow(0, t, n), sum_exp = s.sum_exp.narrow(0, t, n);  // [n] each
+  auto new_max = torch::maximum(max, z.amax(1));                           // [n]
+  z.sub_(new_max.unsqueeze(1)).exp_();
+  sum_exp.mul_((max - new_max).exp_()).add_(z.sum(1));
+  max.copy_(new_max);
+}
+
+// Tokens [t, t + n) over rows [v, v + m) with their softmax p [n, m] (overwritten): adds the
+// block's gradients of sum(lse - picked) to dx [N, D] and dw [Vl, D].
+void add_block_grads(const Tokens& tk, int64_t t, int64_t v, torch::Tensor p, torch::Tensor& dx,
+                     torch::Tensor& dw) {
+  const int64_t n = p.size(0), m = p.size(1);
+  auto [rows, columns] = tk.labels_in(t, n, v, m);
+  p.index_put_({rows, columns}, p.index({rows, columns}) - 1);  // - one_hot
+  auto g = p.to(tk.weight.scalar_type());                        // g: [n, m], the logits' gradient
+  auto xb = tk.x.narrow(0, t, n);                                // xb: [n, D]
+  dx.narrow(0, t, n).addmm_(g, tk.weight.narrow(0, v, m));       // dx[t:t+n] += g @ w[v:v+m]
+  auto dwb = dw.narrow(0, v, m);                                 // dwb: [m, D]
+  if (dwb.scalar_type() == g.scalar_type()) {
+    dwb.addmm_(g.t(), xb);  // dwb += g^T @ xb
   } else {
-    dw.add_(torch::mm(g.t(), xc));  // bf16 chunks summed in fp32
+    dwb.add_(torch::mm(g.t(), xb));  // bf16 blocks summed in fp32
+  }
+}
+
+// Calls fn(t, n, v, m) for every block, token blocks outside.
+template <typename Fn>
+void for_each_block(const Tokens& tk, const Fn& fn) {
+  for (int64_t t = 0; t < tk.count(); t += tk.block.tokens) {
+    const int64_t n = std::min(tk.block.tokens, tk.count() - t);
+    for (int64_t v = 0; v < tk.vocab(); v += tk.block.vocab) {
+      fn(t, n, v, std::min(tk.block.vocab, tk.vocab() - v));
+    }
   }
 }
 
 // The loss: sum over tokens of lse - the label's logit. With dx and dw, also their gradients
-// (dx: [N, D] in x's dtype; dw: [Vl, D] in the softmax dtype).
-torch::Tensor chunked_loss(const Tokens& t, ProcessGroup* group, torch::Tensor* dx,
+// (dx: [N, D] in x's dtype; dw: [Vl, D] in the softmax dtype; both zero on entry).
+torch::Tensor blocked_loss(const Tokens& tk, ProcessGroup* group, torch::Tensor* dx,
                            torch::Tensor* dw) {
-  const int64_t n_tokens = t.count();
-  const auto stats = t.x.options().dtype(t.softmax_dtype);
-  auto lse = torch::empty({n_tokens}, stats);                                // lse: [N]
-  auto picked = torch::empty({n_tokens}, stats);                             // picked: [N]
-  auto max = group ? torch::empty({n_tokens}, stats) : torch::Tensor();      // max: [N]
-  auto sum_exp = group ? torch::empty({n_tokens}, stats) : torch::Tensor();  // sum_exp: [N]
-  for (int64_t start = 0; start < n_tokens; start += t.chunk) {
-    const int64_t n = std::min(t.chunk, n_tokens - start);
-    auto z = t.logits(start, n);  // z: [n, Vl]
-    picked.narrow(0, start, n)
-        .copy_(z.gather(1, t.local.narrow(0, start, n).unsqueeze(1)).squeeze(1) *
-               t.inside.narrow(0, start, n));
-    if (!group) {  // whole rows: the gradients now
-      lse.narrow(0, start, n).copy_(z.logsumexp(1));
-      if (dx) add_chunk_grads(t, start, n, z, lse, *dx, *dw);
-      continue;
+  const auto stats = tk.x.options().dtype(tk.softmax_dtype);
+  const int64_t n_tokens = tk.count();
+  Stats s{torch::full({n_tokens}, -std::numeric_limits<double>::infinity(), stats),
+          torch::zeros({n_tokens}, stats), torch::zeros({n_tokens}, stats)};
+  // A whole-vocabulary block on one rank has its softmax at once: one sweep.
+  const bool one_sweep = !group && tk.block.vocab >= tk.vocab();
+  for_each_block(tk, [&](int64_t t, int64_t n, int64_t v, int64_t m) {
+    auto z = tk.logits(t, n, v, m);  // z: [n, m]
+    add_block_stats(tk, t, v, z, s);
+    if (one_sweep && dx) {
+      add_block_grads(tk, t, v, z.div_(s.sum_exp.narrow(0, t, n).unsqueeze(1)), *dx, *dw);
     }
-    auto m = std::get<0>(z.max(1));  // m: [n]
-    max.narrow(0, start, n).copy_(m);
-    sum_exp.narrow(0, start, n).copy_(z.sub_(m.unsqueeze(1)).exp_().sum(1));
-  }
+  });
   if (group) {
-    auto global_max = max.clone();  // global_max: [N]
+    auto global_max = s.max.clone();  // global_max: [N]
     group->all_reduce_(global_max, ReduceOp::Max, "fused loss max of the logits");
-    sum_exp.mul_((max - global_max).exp_());
-    group->all_reduce_(sum_exp, ReduceOp::Sum, "fused loss sum of exponentials");
-    group->all_reduce_(picked, ReduceOp::Sum, "fused loss logit of the label");
-    lse = global_max + sum_exp.log();
-    for (int64_t start = 0; dx && start < n_tokens; start += t.chunk) {
-      const int64_t n = std::min(t.chunk, n_tokens - start);
-      add_chunk_grads(t, start, n, t.logits(start, n), lse, *dx, *dw);
-    }
+    s.sum_exp.mul_((s.max - global_max).exp_());
+    group->all_reduce_(s.sum_exp, ReduceOp::Sum, "fused loss sum of exponentials");
+    group->all_reduce_(s.picked, ReduceOp::Sum, "fused loss logit of the label");
+    s.max = global_max;
   }
-  return (lse - picked).sum();
+  auto lse = s.max + s.sum_exp.log();  // lse: [N]
+  if (dx && !one_sweep) {
+    for_each_block(tk, [&](int64_t t, int64_t n, int64_t v, int64_t m) {
+      auto z = tk.logits(t, n, v, m);  // z: [n, m]
+      add_block_grads(tk, t, v, z.sub_(lse.narrow(0, t, n).unsqueeze(1)).exp_(), *dx, *dw);
+    });
+  }
+  return (lse - s.picked).sum();
 }
+
+}  // namespace
+
+LossBlock loss_block(int64_t tokens, int64_t vocab, const LinearCrossEntropyOptions& options) {
+  LossBlock b;
+  b.tokens = std::min(std::max<int64_t>(tokens, 1),
+                      options.block_tokens > 0 ? options.block_tokens : kTokensPerBlock);
+  b.vocab = std::min(std::max<int64_t>(vocab, 1),
+                     options.block_vocab > 0 ? options.block_vocab
+                                             : std::max<int64_t>(1, kLogitsPerBlock / b.tokens));
+  return b;
+}
+
+namespace {
 
 using OptionsPtr = c10::intrusive_ptr<platform::AutogradState<LinearCrossEntropyOptions>>;
 
@@ -111,11 +162,10 @@ struct LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy>
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& hidden,
                                const torch::Tensor& weight, const torch::Tensor& labels,
                                const OptionsPtr& options) {
-    auto* group = options->value.vocab_group;
-    auto t = tokens_of(hidden, weight, labels, group, options->value.chunk_tokens);
-    auto dx = torch::empty_like(t.x);                                                 // dx: [N, D]
+    auto t = tokens_of(hidden, weight, labels, options->value);
+    auto dx = torch::zeros_like(t.x);                                                 // dx: [N, D]
     auto dw = torch::zeros(weight.sizes(), weight.options().dtype(t.softmax_dtype));  // [Vl, D]
-    auto loss = chunked_loss(t, group, &dx, &dw);
+    auto loss = blocked_loss(t, options->value.vocab_group, &dx, &dw);
     ctx->save_for_backward({dx.view(hidden.sizes())});
     ctx->saved_data["dw"] = dw;
     ctx->saved_data["weight_dtype"] = static_cast<int64_t>(weight.scalar_type());
@@ -153,8 +203,8 @@ torch::Tensor linear_cross_entropy_sum(const torch::Tensor& hidden, const torch:
   if (torch::GradMode::is_enabled() && (hidden.requires_grad() || weight.requires_grad())) {
     return LinearCrossEntropy::apply(hidden, weight, labels, platform::autograd_state(resolved));
   }
-  auto t = tokens_of(hidden, weight, labels, resolved.vocab_group, resolved.chunk_tokens);
-  return chunked_loss(t, resolved.vocab_group, nullptr, nullptr);
+  return blocked_loss(tokens_of(hidden, weight, labels, resolved), resolved.vocab_group, nullptr,
+                      nullptr);
 }
 
 }  // namespace titan::components

@@ -1,15 +1,18 @@
 // The fused output projection + cross-entropy against the eager composition
 // cross_entropy_sum(linear(hidden, weight)), written out in float64: in float64 the loss and the
-// gradients of hidden and weight to 1e-12 for chunks of 1, 3, 4 and all 10 tokens (the last chunk
-// short or not); float32 to 1e-5 relative of float64; bfloat16 to 1e-2 of cross_entropy_sum in
-// bfloat16. Vocab-parallel over 2 and 4 thread ranks: every rank's loss, its rows of the weight
+// gradients of hidden and weight to 1e-12 for blocks of 1, 3, 4 and all 10 tokens by 1, 5 and
+// all 12 vocabulary rows (the last block short or not; whole rows take one sweep); float32 to
+// 1e-5 relative of float64; bfloat16 to 1e-2 of cross_entropy_sum in bfloat16. Vocab-parallel
+// over 2 and 4 thread ranks (blocks of 2 rows): every rank's loss, its rows of the weight
 // gradient and the sum of the ranks' partial hidden gradients against the whole vocabulary, to
-// 1e-12. Without gradients the value alone, equal to the eager one. A zero-bubble pipeline's input
-// and weight passes give one backward's gradients; the weight's gradient is handed over once,
-// never copied.
+// 1e-12. Without gradients the value alone, equal to the eager one. A zero-bubble pipeline's
+// input and weight passes give one backward's gradients; the weight's gradient is handed over
+// once, never copied.
 #include "titan/components/linear_cross_entropy.h"
 
 #include <gtest/gtest.h>
+
+#include <tuple>
 
 #include "support/relative_error.h"
 #include "support/thread_ranks.h"
@@ -55,27 +58,32 @@ Result fused(const Inputs& in, const LinearCrossEntropyOptions& options) {
 
 using testing::max_rel;
 
-class LinearCrossEntropy : public ::testing::TestWithParam<int64_t> {};
+// Blocks of (tokens, vocabulary rows); 0 rows: as many as the budget allows (the whole 12).
+class LinearCrossEntropy
+    : public ::testing::TestWithParam<std::tuple<int64_t, int64_t>> {};
 
 TEST_P(LinearCrossEntropy, MatchesTheEagerLossAndGradientsInFloat64) {
   const auto in = inputs(torch::kFloat64);
   const auto want = eager(in, true);
-  const auto got = fused(in, {nullptr, GetParam()});
+  const auto [tokens, vocab] = GetParam();
+  const auto got = fused(in, {nullptr, tokens, vocab});
   EXPECT_LE(max_rel(got.loss, want.loss), 1e-12);
   EXPECT_LE(max_rel(got.dhidden, want.dhidden), 1e-12) << "d hidden";
   EXPECT_LE(max_rel(got.dweight, want.dweight), 1e-12) << "d weight";
 }
 
-INSTANTIATE_TEST_SUITE_P(ChunkTokens, LinearCrossEntropy, ::testing::Values(1, 3, 4, 10));
+INSTANTIATE_TEST_SUITE_P(Blocks, LinearCrossEntropy,
+                         ::testing::Combine(::testing::Values(1, 3, 4, 10),
+                                            ::testing::Values(0, 1, 5, 12)));
 
 TEST(LinearCrossEntropyPrecision, Float32AndBfloat16StayNearTheReference) {
   const auto reference = eager(inputs(torch::kFloat64), true);
-  const auto f32 = fused(inputs(torch::kFloat), {nullptr, 3});
+  const auto f32 = fused(inputs(torch::kFloat), {nullptr, 3, 5});
   EXPECT_LE(max_rel(f32.loss, reference.loss), 1e-5);
   EXPECT_LE(max_rel(f32.dhidden, reference.dhidden), 1e-5);
   EXPECT_LE(max_rel(f32.dweight, reference.dweight), 1e-5);
   const auto bf16_in = inputs(torch::kBFloat16);
-  const auto bf16 = fused(bf16_in, {nullptr, 3}), bf16_eager = eager(bf16_in);
+  const auto bf16 = fused(bf16_in, {nullptr, 3, 5}), bf16_eager = eager(bf16_in);
   EXPECT_EQ(bf16.dweight.scalar_type(), torch::kBFloat16);
   EXPECT_LE(max_rel(bf16.loss, bf16_eager.loss), 1e-2);
   EXPECT_LE(max_rel(bf16.dhidden, bf16_eager.dhidden), 1e-2);
@@ -158,7 +166,7 @@ TEST_P(VocabParallelLinearCrossEntropy, EachRanksSliceMatchesTheWholeVocabulary)
   std::vector<torch::Tensor> dhidden(n);
   testing::run_thread_ranks(n, [&](int r, distributed::World& world) {
     Inputs mine{in.hidden, in.weight.narrow(0, r * rows, rows).clone(), in.labels};
-    const auto got = fused(mine, {world.global().get(), 3});
+    const auto got = fused(mine, {world.global().get(), 3, 2});
     EXPECT_LE(max_rel(got.loss, want.loss), 1e-12) << "rank " << r;
     EXPECT_LE(max_rel(got.dweight, want.dweight.narrow(0, r * rows, rows)), 1e-12) << r;
     dhidden[r] = got.dhidden;
