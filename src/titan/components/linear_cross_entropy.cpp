@@ -137,20 +137,6 @@ torch::Tensor blocked_loss(const Tokens& tk, ProcessGroup* group, torch::Tensor*
   return (lse - s.picked).sum();
 }
 
-}  // namespace
-
-LossBlock loss_block(int64_t tokens, int64_t vocab, const LinearCrossEntropyOptions& options) {
-  LossBlock b;
-  b.tokens = std::min(std::max<int64_t>(tokens, 1),
-                      options.block_tokens > 0 ? options.block_tokens : kTokensPerBlock);
-  b.vocab = std::min(std::max<int64_t>(vocab, 1),
-                     options.block_vocab > 0 ? options.block_vocab
-                                             : std::max<int64_t>(1, kLogitsPerBlock / b.tokens));
-  return b;
-}
-
-namespace {
-
 using OptionsPtr = c10::intrusive_ptr<platform::AutogradState<LinearCrossEntropyOptions>>;
 
 // Forward computes the gradients of the summed loss; backward scales them by the upstream one.
@@ -194,6 +180,16 @@ struct LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy>
 };
 
 }  // namespace
+
+LossBlock loss_block(int64_t tokens, int64_t vocab, const LinearCrossEntropyOptions& options) {
+  LossBlock b;
+  b.tokens = std::min(std::max<int64_t>(tokens, 1),
+                      options.block_tokens > 0 ? options.block_tokens : kTokensPerBlock);
+  b.vocab = std::min(std::max<int64_t>(vocab, 1),
+                     options.block_vocab > 0 ? options.block_vocab
+                                             : std::max<int64_t>(1, kLogitsPerBlock / b.tokens));
+  return b;
+}
 
 torch::Tensor linear_cross_entropy_sum(const torch::Tensor& hidden, const torch::Tensor& weight,
                                        const torch::Tensor& labels,

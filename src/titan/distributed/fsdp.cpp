@@ -45,16 +45,14 @@ struct AllGatherFn : public torch::autograd::Function<AllGatherFn> {
       const c10::intrusive_ptr<platform::AutogradState<FsdpUnit*>>& unit) {
     platform::save_state(ctx, unit);
     auto full = unit->value->all_gather_full(shards.vec());
-    ctx->save_for_backward(full);
+    if (!unit->value->aliases_shards()) ctx->save_for_backward(full);
     return full;
   }
   // Runs once every use of the gathered parameters has given its gradient: they are freed
   // here (FSDP2's reshard after backward), not when the step's graph goes.
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     auto* unit = platform::saved_state<FsdpUnit*>(ctx);
-    if (!unit->aliases_shards()) {
-      for (const auto& gathered : ctx->get_saved_variables()) free_storage(gathered);
-    }
+    for (const auto& gathered : ctx->get_saved_variables()) free_storage(gathered);
     auto out = unit->reduce_grads(grads);
     out.emplace_back();  // no gradient for the unit pointer
     return out;
