@@ -12,8 +12,10 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <random>
 #include <sstream>
 #include <string>
@@ -101,12 +103,35 @@ inline int wait_for_exit(pid_t pid, std::chrono::seconds timeout) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-/// A fresh empty folder under the system temp folder.
+/// The folders make_temp_dir made, removed when the test process that made them exits (a run's
+/// dump folder holds checkpoints: a suite left tens of GB behind). TITAN_KEEP_TEST_DIRS=1 keeps
+/// them for a look after a failure.
+class TempDirs {
+ public:
+  ~TempDirs() {
+    if (std::getenv("TITAN_KEEP_TEST_DIRS") != nullptr || ::getpid() != owner_) return;
+    std::error_code ec;
+    for (const auto& dir : dirs_) std::filesystem::remove_all(dir, ec);
+  }
+  void add(const std::filesystem::path& dir) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    dirs_.push_back(dir);
+  }
+
+ private:
+  const pid_t owner_ = ::getpid();  // a forked child leaves them alone
+  std::mutex mutex_;
+  std::vector<std::filesystem::path> dirs_;
+};
+
+/// A fresh empty folder under the system temp folder, removed when the test process exits.
 inline std::filesystem::path make_temp_dir(const std::string& prefix) {
+  static TempDirs made;
   std::random_device rd;
   auto dir = std::filesystem::temp_directory_path() /
              (prefix + "_" + std::to_string(rd()) + std::to_string(rd()));
   std::filesystem::create_directories(dir);
+  made.add(dir);
   return dir;
 }
 
