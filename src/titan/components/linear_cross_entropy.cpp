@@ -29,13 +29,14 @@ struct Tokens {
   torch::Tensor logits(int64_t t, int64_t n, int64_t v, int64_t m) const {
     return torch::mm(x.narrow(0, t, n), weight.narrow(0, v, m).t()).to(softmax_dtype);
   }
-  // Of tokens [t, t + n), those whose label is a row in [v, v + m): their index in [0, n) and
-  // the label's column in the block.
-  std::pair<torch::Tensor, torch::Tensor> labels_in(int64_t t, int64_t n, int64_t v,
-                                                    int64_t m) const {
-    auto column = local.narrow(0, t, n) - v;                                   // [n]
-    auto rows = column.ge(0).logical_and(column.lt(m)).nonzero().squeeze(1);  // [k]
-    return {rows, column.index_select(0, rows)};
+  // Tokens [t, t + n) against vocabulary rows [v, v + m): each label's column in the block,
+  // clamped into it ([n, 1] int64), and whether it is there ([n, 1] in `dtype`). Masks, not
+  // index lists: no device synchronisation.
+  std::pair<torch::Tensor, torch::Tensor> labels_in(int64_t t, int64_t n, int64_t v, int64_t m,
+                                                    torch::ScalarType dtype) const {
+    auto column = (local.narrow(0, t, n) - v).unsqueeze(1);  // [n, 1]
+    auto inside = column.ge(0).logical_and(column.lt(m));     // [n, 1]
+    return {column.clamp(0, m - 1), inside.to(dtype)};
   }
 };
 
@@ -64,8 +65,8 @@ struct Stats {
 // leaves exp(z - the running maximum) in z.
 void add_block_stats(const Tokens& tk, int64_t t, int64_t v, torch::Tensor& z, Stats& s) {
   const int64_t n = z.size(0), m = z.size(1);
-  auto [rows, columns] = tk.labels_in(t, n, v, m);
-  s.picked.narrow(0, t, n).index_copy_(0, rows, z.index({rows, columns}));
+  auto [column, inside] = tk.labels_in(t, n, v, m, z.scalar_type());
+  s.picked.narrow(0, t, n).add_((z.gather(1, column) * inside).squeeze(1));
   auto max = s.max.narrow(0, t, n), sum_exp = s.sum_exp.narrow(0, t, n);  // [n] each
   auto new_max = torch::maximum(max, z.amax(1));                           // [n]
   z.sub_(new_max.unsqueeze(1)).exp_();
@@ -73,22 +74,28 @@ void add_block_stats(const Tokens& tk, int64_t t, int64_t v, torch::Tensor& z, S
   max.copy_(new_max);
 }
 
+// out += a @ b, summed in out's dtype (bf16 blocks' products added in fp32).
+void add_product(torch::Tensor& out, const torch::Tensor& a, const torch::Tensor& b) {
+  if (out.scalar_type() == a.scalar_type()) {
+    out.addmm_(a, b);
+  } else {
+    out.add_(torch::mm(a, b));
+  }
+}
+
 // Tokens [t, t + n) over rows [v, v + m) with their softmax p [n, m] (overwritten): adds the
-// block's gradients of sum(lse - picked) to dx [N, D] and dw [Vl, D].
+// block's gradients of sum(lse - picked) to dx [N, D] and dw [Vl, D] (both in the softmax
+// dtype).
 void add_block_grads(const Tokens& tk, int64_t t, int64_t v, torch::Tensor p, torch::Tensor& dx,
                      torch::Tensor& dw) {
   const int64_t n = p.size(0), m = p.size(1);
-  auto [rows, columns] = tk.labels_in(t, n, v, m);
-  p.index_put_({rows, columns}, p.index({rows, columns}) - 1);  // - one_hot
-  auto g = p.to(tk.weight.scalar_type());                        // g: [n, m], the logits' gradient
-  auto xb = tk.x.narrow(0, t, n);                                // xb: [n, D]
-  dx.narrow(0, t, n).addmm_(g, tk.weight.narrow(0, v, m));       // dx[t:t+n] += g @ w[v:v+m]
-  auto dwb = dw.narrow(0, v, m);                                 // dwb: [m, D]
-  if (dwb.scalar_type() == g.scalar_type()) {
-    dwb.addmm_(g.t(), xb);  // dwb += g^T @ xb
-  } else {
-    dwb.add_(torch::mm(g.t(), xb));  // bf16 blocks summed in fp32
-  }
+  auto [column, inside] = tk.labels_in(t, n, v, m, p.scalar_type());
+  p.scatter_add_(1, column, -inside);     // - one_hot
+  auto g = p.to(tk.weight.scalar_type());  // g: [n, m], the logits' gradient
+  auto dxb = dx.narrow(0, t, n);          // dxb: [n, D]
+  add_product(dxb, g, tk.weight.narrow(0, v, m));
+  auto dwb = dw.narrow(0, v, m);  // dwb: [m, D]
+  add_product(dwb, g.t(), tk.x.narrow(0, t, n));
 }
 
 // Calls fn(t, n, v, m) for every block, token blocks outside.
@@ -103,7 +110,7 @@ void for_each_block(const Tokens& tk, const Fn& fn) {
 }
 
 // The loss: sum over tokens of lse - the label's logit. With dx and dw, also their gradients
-// (dx: [N, D] in x's dtype; dw: [Vl, D] in the softmax dtype; both zero on entry).
+// (dx: [N, D], dw: [Vl, D], both in the softmax dtype and zero on entry).
 torch::Tensor blocked_loss(const Tokens& tk, ProcessGroup* group, torch::Tensor* dx,
                            torch::Tensor* dw) {
   const auto stats = tk.x.options().dtype(tk.softmax_dtype);
@@ -149,21 +156,26 @@ struct LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy>
                                const torch::Tensor& weight, const torch::Tensor& labels,
                                const OptionsPtr& options) {
     auto t = tokens_of(hidden, weight, labels, options->value);
-    auto dx = torch::zeros_like(t.x);                                                 // dx: [N, D]
-    auto dw = torch::zeros(weight.sizes(), weight.options().dtype(t.softmax_dtype));  // [Vl, D]
+    const auto sums = weight.options().dtype(t.softmax_dtype);
+    auto dx = torch::zeros(t.x.sizes(), sums);       // dx: [N, D]
+    auto dw = torch::zeros(weight.sizes(), sums);    // dw: [Vl, D]
     auto loss = blocked_loss(t, options->value.vocab_group, &dx, &dw);
     ctx->save_for_backward({dx.view(hidden.sizes())});
     ctx->saved_data["dw"] = dw;
     ctx->saved_data["weight_dtype"] = static_cast<int64_t>(weight.scalar_type());
+    ctx->saved_data["hidden_dtype"] = static_cast<int64_t>(hidden.scalar_type());
     return loss;
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     auto dx = ctx->get_saved_variables()[0];
     const auto& g = grads[0];  // scalar
-    // Scaled in float32 and rounded once, as the eager cross-entropy's backward does.
-    variable_list out = {(dx.to(g.scalar_type()) * g).to(dx.scalar_type()), torch::Tensor(),
-                         torch::Tensor(), torch::Tensor()};
+    const auto dtype = [&](const char* key) {
+      return static_cast<torch::ScalarType>(ctx->saved_data[key].toInt());
+    };
+    // Summed and scaled in float32, rounded once, as the eager cross-entropy's backward does.
+    variable_list out = {(dx * g).to(dtype("hidden_dtype")), torch::Tensor(), torch::Tensor(),
+                         torch::Tensor()};
     if (ctx->needs_input_grad(1)) {
       auto taken = ctx->saved_data.find("dw");
       TORCH_CHECK(taken != ctx->saved_data.end(),
@@ -171,9 +183,7 @@ struct LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy>
                   "it once");
       auto dw = taken->second.toTensor();
       ctx->saved_data.erase(taken);
-      const auto weight_dtype =
-          static_cast<torch::ScalarType>(ctx->saved_data["weight_dtype"].toInt());
-      out[1] = dw.mul_(g).to(weight_dtype);
+      out[1] = dw.mul_(g).to(dtype("weight_dtype"));
     }
     return out;
   }

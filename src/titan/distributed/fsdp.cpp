@@ -188,10 +188,13 @@ std::vector<torch::Tensor> FsdpUnit::reduce_scatter_grads(
 
 std::vector<torch::Tensor> FsdpUnit::reduce_grads(const std::vector<torch::Tensor>& full_grads) {
   if (aliases_shards_ && !has_replicas()) {  // a world of one: the gradients are the shards'
-    for (const auto& g : full_grads) {
-      if (g.defined()) platform::retag_memory(g, platform::MemoryCategory::Gradients);
+    auto grads = full_grads;
+    for (size_t i = 0; i < grads.size(); ++i) {
+      // An unused parameter gets zeros, as from a reduction: the optimizer still steps it.
+      if (!grads[i].defined()) grads[i] = torch::zeros_like(params_[i].shard);
+      platform::retag_memory(grads[i], platform::MemoryCategory::Gradients);
     }
-    return full_grads;
+    return grads;
   }
   if (!options_.overlap) return reduce_scatter_grads(full_grads);
   start_reduce_scatter(full_grads);  // finish_gradients() fills the shards' .grad
@@ -245,7 +248,9 @@ std::vector<torch::Tensor> FsdpUnit::gather() {
   for (const auto& p : params_) shards.push_back(p.shard);
   auto full = AllGatherFn::apply(at::TensorList(shards), platform::autograd_state(this));
   for (size_t i = 0; i < params_.size(); ++i) {
-    params_[i].module->weight = full[i].narrow(0, 0, params_[i].full_shape[0]);
+    // Unpadded, the gathered tensor itself: a narrow's backward would copy the gradient.
+    const int64_t rows = params_[i].full_shape[0];
+    params_[i].module->weight = full[i].size(0) == rows ? full[i] : full[i].narrow(0, 0, rows);
   }
   return full;
 }

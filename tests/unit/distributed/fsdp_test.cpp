@@ -65,9 +65,13 @@ TEST(Fsdp, OnOneRankBlocksComputeOnTheParametersThemselves) {
   sharded.init_weights(1);
   auto* wq = sharded.blocks().front().module->attention->as<models::AttentionImpl>()->wq.get();
   const void* seen = nullptr;
+  std::string seen_grad_fn;
   sharded.add_block_wrapper([&](int64_t layer, const torch::Tensor& x,
                                 const models::CausalLM::TensorFn& inner) {
-    if (layer == 0) seen = wq->weight.data_ptr();
+    if (layer == 0) {
+      seen = wq->weight.data_ptr();
+      seen_grad_fn = wq->weight.grad_fn() ? wq->weight.grad_fn()->name() : "";
+    }
     return inner(x);
   });
   auto fsdp = distributed::Fsdp::apply(sharded, testing::group_of_one(), testing::group_of_one(),
@@ -77,8 +81,12 @@ TEST(Fsdp, OnOneRankBlocksComputeOnTheParametersThemselves) {
   plain.forward(tokens).sum().backward();
   sharded.forward(tokens).sum().backward();
   EXPECT_EQ(seen, registered);
+  // Straight from the gather, no slice whose backward would copy the gradient.
+  EXPECT_NE(seen_grad_fn.find("AllGatherFn"), std::string::npos) << seen_grad_fn;
   auto want = plain.named_parameters();
   for (const auto& item : sharded.named_parameters()) {
+    // Backward freed nothing of the parameters themselves.
+    EXPECT_TRUE(torch::equal(item.value(), want[item.key()])) << item.key();
     ASSERT_TRUE(item.value().grad().defined()) << item.key();
     EXPECT_TRUE(torch::equal(item.value().grad(), want[item.key()].grad())) << item.key();
   }
