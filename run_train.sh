@@ -9,9 +9,12 @@ source "$(dirname "${BASH_SOURCE[0]}")/scripts/setup.sh"
 titan_setup titan >&2
 
 MODULE="${MODULE:-llama3}"
-CONFIG="${CONFIG:-${CONFIG_FILE:-llama3_debugmodel}}"
+# Without CONFIG, titan starts from the module's debug config (<module>_debugmodel).
+CONFIG="${CONFIG:-${CONFIG_FILE:-}}"
+config=()
+[ -n "$CONFIG" ] && config=(--config "$CONFIG")
 if [ "${1:-}" = "--validate" ]; then  # the config shortened, run, resumed and checked
   shift
-  exec "$TITAN_ROOT/build/titan" validate --module "$MODULE" --config "$CONFIG" "$@"
+  exec "$TITAN_ROOT/build/titan" validate --module "$MODULE" "${config[@]}" "$@"
 fi
-exec "$TITAN_ROOT/build/titan" launch --module "$MODULE" --config "$CONFIG" "$@"
+exec "$TITAN_ROOT/build/titan" launch --module "$MODULE" "${config[@]}" "$@"

@@ -22,12 +22,14 @@
 #include "titan/models/common/causal_attention.h"
 #include "titan/models/common/moe.h"
 #include "titan/models/common/kernels/attention.h"
+#include "titan/models/common/kernels/cpu_isa.h"
 #include "titan/models/common/kernels/moe_routing.h"
 #include "titan/models/common/kernels/rms_norm.h"
 #include "titan/models/common/kernels/rope.h"
 #include "titan/models/common/kernels/swiglu.h"
 #include "titan/models/common/rmsnorm.h"
 #include "titan/models/common/rope.h"
+#include "titan/platform/device.h"
 #include "titan/platform/memory.h"
 
 namespace {
@@ -82,7 +84,9 @@ int main(int argc, char** argv) {
   titan::platform::enable_memory_counting();
   torch::manual_seed(0);
   const int64_t B = 2, S = 2048, H = 16, Dh = 16, dim = 256, hidden = 768;
-  fmt::print("fp32, {} threads, median of {} forward + backward tries\n\n", threads, reps);
+  fmt::print("{}; fp32, {} threads, median of {} forward + backward tries; {}\n\n",
+             titan::platform::cpu_model(), threads, reps,
+             titan::models::kernels::describe_kernel_isa());
   fmt::print("| kernel (shape) | eager ms | fused ms | speed-up | eager peak MiB | fused peak "
              "MiB |\n|---|---|---|---|---|---|\n");
 
@@ -116,12 +120,18 @@ int main(int argc, char** argv) {
   const auto qkv = [&](int64_t heads) {
     return torch::randn({B, S, heads, Dh}).transpose(1, 2).requires_grad_();
   };
-  row(fmt::format("causal attention [{}, {}, {}, {}]", B, H, S, Dh),
-      [](const auto& in) { return titan::models::causal_attention(in[0], in[1], in[2], 0.25); },
-      [](const auto& in) {
-        return titan::models::kernels::causal_attention(in[0], in[1], in[2], 0.25);
-      },
-      {qkv(H), qkv(H), qkv(H)}, reps);
+  const auto best = titan::models::kernels::kernel_isa();
+  for (const auto isa : titan::models::kernels::supported_isas()) {  // every variant this CPU runs
+    titan::models::kernels::set_kernel_isa(isa);
+    row(fmt::format("causal attention [{}, {}, {}, {}], {}", B, H, S, Dh,
+                    titan::models::kernels::isa_name(isa)),
+        [](const auto& in) { return titan::models::causal_attention(in[0], in[1], in[2], 0.25); },
+        [](const auto& in) {
+          return titan::models::kernels::causal_attention(in[0], in[1], in[2], 0.25);
+        },
+        {qkv(H), qkv(H), qkv(H)}, reps);
+  }
+  titan::models::kernels::set_kernel_isa(best);
   titan::models::MoEArgs moe_args;
   moe_args.num_experts = 64;
   moe_args.top_k = 8;

@@ -26,8 +26,7 @@ done
 data_dir="${TITAN_DATA_DIR:-${HOME:?HOME or TITAN_DATA_DIR must be set}/.cache/titan/datasets}"
 out="$data_dir/kjv_bible.jsonl"
 if [[ -s "$out" && $force -eq 0 ]]; then
-  echo "kjv_bible: $out exists"
-  exit 0
+  exit 0  # prepared already: nothing to say
 fi
 
 if ! command -v bible >/dev/null 2>&1; then

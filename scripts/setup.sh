@@ -83,7 +83,11 @@ titan_build() {
     cmake -S "$TITAN_ROOT" -B "$build_dir" -G Ninja -DCMAKE_BUILD_TYPE=Release \
       -DCMAKE_PREFIX_PATH="$torch_prefix" -DTITAN_PYTHON="$TITAN_PYTHON" >/dev/null
   fi
-  ninja -C "$build_dir" "$@"
+  # ninja's lines for what runs every time (the glob check, the revision stamp) and "no work
+  # to do" are left out, so that nothing is printed when nothing changed.
+  (cd "$build_dir" && ninja "$@") |
+    { grep -v -e 'Re-checking globbed directories\.\.\.$' -e 'cmake/Version\.cmake$' \
+        -e '^ninja: no work to do\.$' || true; }
   flock -u 8
 }
 

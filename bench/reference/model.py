@@ -60,11 +60,12 @@ class ModelArgs:
 
 
 # The llama3 flavors of src/titan/models/llama3/train_spec.cpp that the benchmark uses.
+# Both with Llama 3.1's RoPE scaling at TorchTitan's factor 8 (as every TorchTitan llama3 flavor).
 FLAVORS = {
     "debugmodel": ModelArgs(dim=256, n_layers=6, n_heads=16, vocab_size=2048,
-                            rope_theta=500000.0),
+                            rope_theta=500000.0, rope_scaling=RopeScaling()),
     "100M": ModelArgs(dim=768, n_layers=12, n_heads=12, n_kv_heads=4, vocab_size=2048,
-                      rope_theta=500000.0),
+                      rope_theta=500000.0, rope_scaling=RopeScaling()),
 }
 
 

@@ -85,15 +85,16 @@ def write_safetensors(path: str, tensors: dict) -> None:
 
 
 class TokenBatches:
-    """titan's packed samples: sample i = tokens[i*S : i*S + S + 1]; step t (0-based) of
-    data-parallel rank r takes ordinals t*G + r*b + row, wrapped modulo the sample count."""
+    """titan's packed samples, TorchTitan's disjoint windows: sample i = tokens[i*(S+1) :
+    (i+1)*(S+1)]; step t (0-based) of data-parallel rank r takes ordinals t*G + r*b + row,
+    wrapped modulo the sample count."""
 
     def __init__(self, path: str, seq_len: int, local_batch: int, dp_rank: int, dp_degree: int):
         n_tokens = os.path.getsize(path) // 4
         self.tokens = torch.from_file(path, shared=False, size=n_tokens, dtype=torch.int32)
         self.seq_len, self.local_batch = seq_len, local_batch
         self.dp_rank, self.global_batch = dp_rank, local_batch * dp_degree
-        self.num_samples = (n_tokens - 1) // seq_len
+        self.num_samples = n_tokens // (seq_len + 1)
 
     def get(self, step: int):
         """-> input, label: [b, S] int64 each, label = the next token."""
@@ -101,7 +102,7 @@ class TokenBatches:
         for row in range(self.local_batch):
             sample = (step * self.global_batch + self.dp_rank * self.local_batch + row) \
                 % self.num_samples
-            rows.append(self.tokens[sample * self.seq_len:(sample + 1) * self.seq_len + 1])
+            rows.append(self.tokens[sample * (self.seq_len + 1):(sample + 1) * (self.seq_len + 1)])
         x = torch.stack(rows).long()  # [b, S + 1]
         return x[:, :-1], x[:, 1:]
 

@@ -171,6 +171,72 @@ INSTANTIATE_TEST_SUITE_P(TermIntKill, LauncherSignal, ::testing::Values(SIGTERM,
                                                          : "SIGKILL";
                          });
 
+// Issue 40: environment values are refused by name, before any worker starts, as NGPU's are:
+// COMM_MODE=bogus had trained for real, LOG_RANK=5 on 2 ranks and LOG_RANK=abc had run with no
+// console output at all.
+TEST(Launcher, UnknownOrOutOfRangeEnvironmentValuesAreRefusedByName) {
+  struct Case {
+    std::string env;
+    std::string message;
+  };
+  for (const auto& c : {Case{"COMM_MODE=bogus", "COMM_MODE='bogus' is not a mode titan has"},
+                        Case{"LOG_RANK=5", "LOG_RANK='5' names rank 5, but the world has 2 ranks"},
+                        Case{"LOG_RANK=0,2", "LOG_RANK='0,2' names rank 2"},
+                        Case{"LOG_RANK=abc", "LOG_RANK='abc' must be all or ranks separated"},
+                        Case{"LOG_RANK=0,,1", "LOG_RANK='0,,1' must be all"}}) {
+    auto dir = testing::make_temp_dir("titan_badenv");
+    auto r = run_command(c.env + " NGPU=2 " + titan_binary() +
+                         " launch --worker comm-check --job.dump_folder " + dir.string());
+    EXPECT_EQ(r.exit_code, 2) << c.env << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.message), std::string::npos) << c.env << "\n" << r.output;
+    EXPECT_FALSE(std::filesystem::exists(dir / "logs")) << c.env << ": a worker started";
+  }
+}
+
+// Issue 40: rank logs are appended across runs; each run starts with a header line, and the
+// launcher's excerpt of a failed rank's log shows the current run only.
+TEST(Launcher, EachRunStartsItsLogAndTheFailureExcerptIsTheCurrentRuns) {
+  auto dir = testing::make_temp_dir("titan_logruns");
+  const std::string launch =
+      "NGPU=2 " + titan_binary() + " launch --worker comm-check --job.dump_folder " + dir.string();
+  EXPECT_EQ(run_command(launch).exit_code, 0);
+  const auto second = run_command("TITAN_COMM_CHECK_FAIL_RANK=1 " + launch);
+  EXPECT_NE(second.exit_code, 0) << second.output;
+  const std::string log = read_file(dir / "logs" / "rank_1.log");
+  size_t headers = 0;
+  for (size_t at = log.find("===== titan run started"); at != std::string::npos;
+       at = log.find("===== titan run started", at + 1)) {
+    ++headers;
+  }
+  EXPECT_EQ(headers, 2u) << log;
+  // The excerpt holds this run's failure and no line of the first run's.
+  const size_t excerpt = second.output.find("Last lines of");
+  ASSERT_NE(excerpt, std::string::npos) << second.output;
+  EXPECT_EQ(second.output.find("all_reduce sum", excerpt), std::string::npos) << second.output;
+  EXPECT_NE(second.output.find("failing on purpose", excerpt), std::string::npos)
+      << second.output;
+}
+
+// Issue 40: asked for, the usage goes to stdout (it went to stderr); a mistake still gets it on
+// stderr with exit code 2.
+TEST(Launcher, TitanHelpGoesToStdout) {
+  const auto help = run_command("(" + titan_binary() + " --help 2>/dev/null)");
+  EXPECT_EQ(help.exit_code, 0);
+  EXPECT_NE(help.output.find("Usage: titan <command>"), std::string::npos) << help.output;
+  const auto wrong = run_command("(" + titan_binary() + " bogus 2>/dev/null)");
+  EXPECT_EQ(wrong.exit_code, 2);
+  EXPECT_EQ(wrong.output, "");
+}
+
+// Issue 40: run_train.sh's setup says nothing when nothing is missing or changed (it had printed
+// four lines before every run).
+TEST(Launcher, RunTrainSetupIsSilentWhenNothingChanged) {
+  auto r = run_command(std::string("bash -c 'source ") + TITAN_SOURCE_DIR +
+                       "/scripts/setup.sh && titan_setup titan'");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, "");
+}
+
 TEST(Launcher, MissingRendezvousForTwoNodesIsAConfigError) {
   auto r = run_command("NGPU=1 NNODES=2 NODE_RANK=0 " + titan_binary() +
                        " launch --worker comm-check");

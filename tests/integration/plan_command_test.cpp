@@ -45,6 +45,22 @@ TEST(PlanCommand, CheckJudgesTheConfigsOwnLayout) {
   EXPECT_NE(over.output.find("| fsdp64 |"), std::string::npos) << over.output;
 }
 
+// Issue 40: a world that is not whole trn2 nodes is explained, not just found to fit nothing;
+// --ranks_per_node 0 is refused.
+TEST(PlanCommand, ExplainsWholeNodesAndRefusesZeroRanksPerNode) {
+  const auto r = plan("--config llama3_8b --world 63 --device trn2");
+  EXPECT_NE(r.output.find("note: --world 63 is not a whole number of trn2 nodes (64 ranks each)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("the next is --world 64"), std::string::npos) << r.output;
+  EXPECT_EQ(plan("--config llama3_8b --world 64 --device trn2").output.find("note: --world"),
+            std::string::npos);
+  const auto zero = plan("--config llama3_8b --world 64 --device trn2 --ranks_per_node 0");
+  EXPECT_EQ(zero.exit_code, 2) << zero.output;
+  EXPECT_NE(zero.output.find("--ranks_per_node must be at least 1"), std::string::npos)
+      << zero.output;
+}
+
 TEST(PlanCommand, RefusesAnUnknownDevice) {
   const auto r = plan("--config llama3_8b --world 64 --device tpu");
   EXPECT_EQ(r.exit_code, 2);

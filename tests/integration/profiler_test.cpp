@@ -106,6 +106,13 @@ TEST(Profiler, TracesNestAndShowTheStepsPiecesAndPrefetchedAllGathers) {
       "--profiling.profiler_warmup 1 --profiling.profiler_active 1 ";
   auto eager = testing::train_steps(2, args + "--checkpoint.enable --checkpoint.interval 2", 2);
   auto compiled = testing::train_steps(2, args + "--compile.enable", 2);
+  // Issue 40: Kineto says nothing on a CPU run (it printed stage and USDT lines, and an ERROR
+  // that it found no GPU, from every rank).
+  for (const auto* run : {&eager, &compiled}) {
+    for (const char* noise : {"USDT:", "gpuGetDeviceCount", "STAGE:"}) {
+      EXPECT_EQ(run->command.output.find(noise), std::string::npos) << run->command.output;
+    }
+  }
   for (int rank = 0; rank < 2; ++rank) {
     const auto eager_trace = trace_of(eager, rank), compiled_trace = trace_of(compiled, rank);
     expect_schema_and_nesting(eager_trace, rank);

@@ -118,7 +118,8 @@ TEST(ValidationConfig, BatchesTheLayoutCannotRunAreRefusedBeforeWorkersStart) {
     EXPECT_NE(r.output.find(message), std::string::npos) << args << "\n" << r.output;
     EXPECT_EQ(r.output.find("rank0"), std::string::npos) << "a worker started:\n" << r.output;
   }
-  // 1,000 bytes hold 31 samples of 32 tokens: less than one global batch of 64.
+  // 1,000 bytes (1,002 tokens) hold 30 disjoint windows of 33 tokens: less than one global
+  // batch of 64.
   const auto small = testing::make_temp_dir("titan_validation") / "small.txt";
   std::ofstream(small) << std::string(1000, 'a');
   auto tiny = testing::train("OMP_NUM_THREADS=1 NGPU=1",
@@ -126,7 +127,7 @@ TEST(ValidationConfig, BatchesTheLayoutCannotRunAreRefusedBeforeWorkersStart) {
                                  validation(64, -1) + " --validation.dataset_path " +
                                  small.string());
   EXPECT_NE(tiny.command.exit_code, 0);
-  EXPECT_NE(tiny.command.output.find("holds 31 samples of validation.seq_len 32, less than one "
+  EXPECT_NE(tiny.command.output.find("holds 30 samples of validation.seq_len 32, less than one "
                                      "global validation batch of 64"),
             std::string::npos)
       << tiny.command.output;

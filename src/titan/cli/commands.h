@@ -37,9 +37,6 @@ int compare_command(const Args& args);
 /// and falling, checkpoints written, the reload bit-equal). Exit code 0 all pass, 1 a check
 /// failed, 2 bad usage.
 int validate_command(const Args& args);
-/// What a passing `titan validate` leaves in job.dump_folder: the model, flavor and world size
-/// of the validated eager baseline.
-inline constexpr const char* kValidatedBaselineFile = "validated_baseline.json";
 
 /// `titan plan --world N --device D [--check] ...`: layouts for the config's model on N ranks of
 /// D, tried in the seed's order with their memory per rank and verdicts (train/layout_search.h).

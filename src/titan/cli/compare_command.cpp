@@ -22,7 +22,8 @@ constexpr const char* kCompareUsage =
     "Compares the per-step losses and gradient norms of two runs (their metrics.jsonl), A being\n"
     "the baseline: AdamW hides a wrong gradient scale from the loss, not from the gradient norm.\n"
     "Refuses runs with different tokens per step, tokenizer or dataset files (run_manifest.json)\n"
-    "unless --force. Writes both loss curves as SVG to FILE (default DIR_B/loss_compare.svg).\n"
+    "unless --force. Writes both runs' loss and gradient-norm curves as SVG to FILE (default\n"
+    "DIR_B/loss_compare.svg), the first step past the tolerance marked.\n"
     "  --rtol R       relative tolerance |loss_B - loss_A| / |loss_A| (default 1e-4)\n"
     "  --grad_rtol G  the same for grad_norm (default: R)\n"
     "Exit code: 0 within tolerance, 1 diverged, 2 bad input.\n";
@@ -71,16 +72,28 @@ void print_comparison(const tools::RunComparison& c, std::ostream& out) {
   }
 }
 
-void write_plot(const tools::RunRecord& a, const tools::RunRecord& b, const fs::path& path) {
+// The loss and the gradient norm of both runs, the first step past the tolerance marked.
+void write_plot(const tools::RunRecord& a, const tools::RunRecord& b,
+                const tools::RunComparison& comparison, const fs::path& path) {
   std::string label_a = folder_name(a.folder), label_b = folder_name(b.folder);
   if (label_a == label_b) label_a = a.folder.string(), label_b = b.folder.string();
-  std::vector<tools::PlotSeries> series(2);
-  series[0].label = label_a + " (A)";
-  series[1].label = label_b + " (B)";
-  for (const auto& p : a.points) series[0].points.emplace_back(p.step, p.loss);
-  for (const auto& p : b.points) series[1].points.emplace_back(p.step, p.loss);
+  std::vector<tools::PlotPanel> panels = {{"loss", {{label_a + " (A)", {}}, {label_b + " (B)", {}}}},
+                                          {"grad_norm", {{label_a + " (A)", {}}, {label_b + " (B)", {}}}}};
+  for (const auto* run : {&a, &b}) {
+    const size_t i = run == &a ? 0 : 1;
+    for (const auto& p : run->points) {
+      panels[0].series[i].points.emplace_back(p.step, p.loss);
+      panels[1].series[i].points.emplace_back(p.step, p.grad_norm);
+    }
+  }
+  std::optional<tools::PlotMarker> marker;
+  if (comparison.first_bad_step) {
+    marker = tools::PlotMarker{static_cast<double>(*comparison.first_bad_step),
+                               fmt::format("first step past tolerance: {}",
+                                           *comparison.first_bad_step)};
+  }
   std::ofstream file(path);
-  file << tools::loss_plot_svg(series, "loss: " + label_a + " vs " + label_b);
+  file << tools::plot_svg(panels, label_a + " vs " + label_b, marker);
   if (!file.flush()) throw DataError(fmt::format("cannot write the plot to {}", path.string()));
 }
 
@@ -123,7 +136,7 @@ int compare_command(const Args& args) {
                              b.folder.string());
     print_comparison(comparison, std::cout);
     fs::path plot = flags.get("plot").value_or((b.folder / "loss_compare.svg").string());
-    write_plot(a, b, plot);
+    write_plot(a, b, comparison, plot);
     std::cout << "plot: " << plot.string() << "\n";
     return comparison.within_tolerance() ? 0 : 1;
   } catch (const DataError& e) {

@@ -29,13 +29,14 @@ constexpr const char* kConvertUsage =
     "  --to titan: writes a Hugging Face folder as a one-rank, model-only titan checkpoint\n"
     "  (what checkpoint.initial_load_path or a checkpoint folder's step-N takes). The family\n"
     "  comes from --module or config.json's model_type, the flavor from --flavor or the one\n"
-    "  config.json matches; the step recorded is N of the output folder's name step-N, else 0.\n";
+    "  config.json matches; the step recorded is N of the output folder's name step-N, else 0.\n"
+    "  An --output that exists and is not empty is refused unless --overwrite is given.\n";
 
 const FlagSpec& convert_flags() {
   static const FlagSpec spec{"convert",
                              {"to", "checkpoint", "output", "export_dtype", "max_shard_bytes",
                               "hf_assets_path", "module", "flavor"},
-                             {},
+                             {"overwrite"},
                              0,
                              kConvertUsage};
   return spec;
@@ -98,6 +99,14 @@ int convert_command(const Args& args) {
   }
   const std::string to = flags.get("to").value_or("");
   if (to != "hf" && to != "titan") flags.fail("--to must be hf or titan");
+  const std::string& output = flags.required("output");
+  std::error_code ec;
+  if (!flags.has("overwrite") && std::filesystem::exists(output) &&
+      !(std::filesystem::is_directory(output) && std::filesystem::is_empty(output, ec))) {
+    flags.fail(fmt::format("--output {} exists and is not empty: choose another folder, or pass "
+                           "--overwrite to replace it",
+                           output));
+  }
   return to == "hf" ? to_hf(flags) : to_titan(flags);
 }
 

@@ -167,6 +167,9 @@ int generate_command(const Args& args) {
     return 0;
   }
   GenerateArgs ga = parse_generate_args(flags);
+  // The model first: a missing or broken checkpoint or model folder is named as such.
+  auto model = ga.checkpoint.empty() ? load_hf_model(ga.hf_assets_path)
+                                     : load_checkpoint_model(ga.checkpoint);
   auto tokenizer = find_tokenizer(ga);
   if (ga.prompt_text) {
     if (!tokenizer) {
@@ -176,8 +179,6 @@ int generate_command(const Args& args) {
     }
     ga.prompt_ids = encode_prompt(*tokenizer, *ga.prompt_text);
   }
-  auto model = ga.checkpoint.empty() ? load_hf_model(ga.hf_assets_path)
-                                     : load_checkpoint_model(ga.checkpoint);
   model->eval();
   if (ga.score) {
     std::cout << fmt::format("loss: {:.6f}\n", models::prompt_loss(*model, ga.prompt_ids));

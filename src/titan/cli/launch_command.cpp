@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "titan/cli/commands.h"
+#include "titan/cli/validated_baseline.h"
 #include "titan/config/resolve.h"
 #include "titan/distributed/launcher.h"
 #include "titan/train/dry_run.h"
@@ -28,7 +29,8 @@ constexpr const char* kLaunchUsage =
     "  NODE_RANK      this node (else OMPI_COMM_WORLD_RANK or SLURM_NODEID; default 0)\n"
     "  RDZV_ENDPOINT  host:port of the rendezvous store (required when NNODES > 1)\n"
     "  MODULE         model family, e.g. llama3 or a dotted name (run_train.sh; default llama3)\n"
-    "  CONFIG         named config or .toml file (run_train.sh; default llama3_debugmodel)\n"
+    "  CONFIG         named config or .toml file (run_train.sh; default <MODULE>_debugmodel,\n"
+    "                 as titan's --config)\n"
     "  LOG_RANK       ranks echoed to the console: 0, 0,3 or all (default: the rank that logs\n"
     "                 the step line, the first of the last pipeline stage; 0 without one)\n"
     "  MAX_RESTARTS   times to start every worker again after one fails (default 0; not for\n"
@@ -52,25 +54,19 @@ std::vector<std::string> tuning_keys(const config::JobConfig& job,
   return out;
 }
 
-// Info, not an error: a tuning run of a model with no validated eager baseline in its dump
-// folder (what `titan validate` writes there) skips the seed's first practice.
+// Info, not an error: a tuning run of a model that no `titan validate` has passed for (in its
+// dump folder or any other) skips the seed's first practice.
 void note_missing_baseline(const config::JobConfig& job, const distributed::ParallelDims& dims) {
   const auto keys = tuning_keys(job, dims);
   if (keys.empty()) return;
-  const auto path = std::filesystem::path(job.job.dump_folder) / kValidatedBaselineFile;
-  std::ifstream in(path);
-  if (in) {
-    const auto baseline = nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
-    if (baseline.is_object() && baseline.value("model", "") == job.model.name &&
-        baseline.value("flavor", "") == job.model.flavor) {
-      return;
-    }
+  if (!find_validated_baseline(job.model.name, job.model.flavor, job.job.dump_folder).empty()) {
+    return;
   }
   std::cerr << fmt::format(
-      "titan launch: info: {} set, but {} holds no validated eager baseline of {} {}: validate "
-      "one first (./run_train.sh --validate with the 1D layout) so that titan compare has a "
-      "trusted curve to match\n",
-      fmt::join(keys, ", "), job.job.dump_folder, job.model.name, job.model.flavor);
+      "titan launch: info: {} set, but no validated eager baseline of {} {} was found (in {} or "
+      "recorded by an earlier titan validate): validate one first (./run_train.sh --validate "
+      "with the 1D layout) so that titan compare has a trusted curve to match\n",
+      fmt::join(keys, ", "), job.model.name, job.model.flavor, job.job.dump_folder);
 }
 
 }  // namespace
@@ -95,8 +91,7 @@ int launch_command(const Args& all_args) {
   auto job = config::resolve(cli);
   auto options = distributed::LaunchOptions::from_env();
   config::validate_for_world(job, options.world_size());
-  const char* mode = std::getenv("COMM_MODE");
-  if (mode && std::string(mode) == "fake_backend") {
+  if (options.comm_mode == "fake_backend") {
     return train::dry_run(job, options.world_size(), std::cout);
   }
   if (worker == "train") {

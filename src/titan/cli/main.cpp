@@ -32,24 +32,28 @@ const std::map<std::string, Command>& commands() {
   return table;
 }
 
-void usage() {
-  std::cerr << "Usage: titan <command> [args]\n\nCommands:\n";
+void usage(std::ostream& out) {
+  out << "Usage: titan <command> [args]\n\nCommands:\n";
   for (const auto& [name, cmd] : commands()) {
-    std::cerr << fmt::format("  {:<10} {}\n", name, cmd.summary);
+    out << fmt::format("  {:<10} {}\n", name, cmd.summary);
   }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc < 2 || std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
-    usage();
-    return argc < 2 ? 2 : 0;
+  if (argc < 2) {
+    usage(std::cerr);
+    return 2;
+  }
+  if (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
+    usage(std::cout);
+    return 0;
   }
   auto it = commands().find(argv[1]);
   if (it == commands().end()) {
     std::cerr << "titan: unknown command '" << argv[1] << "'\n";
-    usage();
+    usage(std::cerr);
     return 2;
   }
   Args args(argv + 2, argv + argc);

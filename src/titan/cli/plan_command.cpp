@@ -55,7 +55,9 @@ int plan_command(const Args& args) {
   const auto job = config::resolve(config::parse_command_line(flags.overrides()));
   auto device = train::device_profile(flags.required("device"), static_cast<int>(world));
   if (flags.has("ranks_per_node")) {
-    device.ranks_per_node = static_cast<int>(flags.get_int("ranks_per_node", 0));
+    const int64_t per_node = flags.get_int("ranks_per_node", 0);
+    if (per_node < 1) flags.fail("--ranks_per_node must be at least 1");
+    device.ranks_per_node = static_cast<int>(per_node);
   }
   std::cout << fmt::format(
       "titan plan: {} {} on {} {} ranks ({:.1f} GiB per rank, {} per node, tp up to {}; "
@@ -64,6 +66,14 @@ int plan_command(const Args& args) {
       device.memory_bytes / (1024.0 * 1024 * 1024), device.ranks_per_node, device.max_tp,
       100 * headroom, device.source, job.training.seq_len, job.training.local_batch_size,
       job.activation_checkpoint.mode);
+  if (world % device.ranks_per_node != 0 && device.ranks_per_node % world != 0) {
+    std::cout << fmt::format(
+        "note: --world {} is not a whole number of {} nodes ({} ranks each), nor a part of one: "
+        "every parallel degree must divide the world, which leaves only the degrees dividing "
+        "{}; a {} job takes whole nodes (the next is --world {}), or give --ranks_per_node\n\n",
+        world, device.name, device.ranks_per_node, world, device.name,
+        (world + device.ranks_per_node - 1) / device.ranks_per_node * device.ranks_per_node);
+  }
   std::cout << "| layout | memory per rank | verdict |\n|---|---|---|\n";
   if (flags.has("check")) {
     const auto p = train::check_layout(job, static_cast<int>(world), device, headroom);

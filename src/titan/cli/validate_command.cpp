@@ -17,6 +17,7 @@
 
 #include "titan/cli/commands.h"
 #include "titan/cli/flags.h"
+#include "titan/cli/validated_baseline.h"
 #include "titan/config/resolve.h"
 #include "titan/distributed/launcher.h"
 #include "titan/errors.h"
@@ -83,7 +84,7 @@ Check every_rank_steps(const fs::path& dump, int world, int steps, int exit_code
   for (int r = 0; r < world; ++r) {
     std::ifstream in(dump / "logs" / fmt::format("rank_{}.log", r));
     const std::string text((std::istreambuf_iterator<char>(in)), {});
-    if (text.find(fmt::format("step: {}  loss:", steps)) != std::string::npos) ++stepped;
+    if (text.find(fmt::format("step: {}/{}  loss:", steps, steps)) != std::string::npos) ++stepped;
   }
   return {"every rank steps", stepped == world && exit_code == 0,
           fmt::format("{} of {} ranks logged step {}; the run exited with code {}", stepped, world,
@@ -176,8 +177,10 @@ int validate_command(const Args& all_args) {
     out.insert(out.end(), extra.begin(), extra.end());
     return out;
   };
-  std::cerr << fmt::format("titan validate: {} steps of {} {} on {} ranks, eager, in {}\n", steps,
-                           job.model.name, job.model.flavor, world, root.string());
+  std::cerr << fmt::format("titan validate: {} steps of config {} ({}; run eager) on {} ranks, in "
+                           "{}\n",
+                           steps, config::base_config_name(cli), config::describe_compute(job),
+                           world, root.string());
   const int first_code = launch_command(with(shortened(steps, first)));
   const fs::path halfway = first / job.checkpoint.folder / fmt::format("step-{}", steps / 2);
   int resumed_code = -1;  // not run: nothing to resume from
@@ -206,15 +209,8 @@ int validate_command(const Args& all_args) {
                     : "titan validate: a check failed (the runs' logs are under " + root.string() +
                           ")\n");
   if (all) {
-    // The validated eager baseline that titan launch looks for before tuning runs.
-    std::ofstream(fs::path(job.job.dump_folder) / kValidatedBaselineFile)
-        << nlohmann::json{{"model", job.model.name},
-                          {"flavor", job.model.flavor},
-                          {"world_size", world},
-                          {"steps", steps},
-                          {"runs", root.string()}}
-               .dump(2)
-        << "\n";
+    record_validated_baseline({job.model.name, job.model.flavor, world, steps, root.string()},
+                              job.job.dump_folder);
   }
   return all ? 0 : 1;
 }

@@ -8,6 +8,7 @@
 #include "titan/components/tensorboard/writer.h"
 #include "titan/errors.h"
 #include "titan/platform/logging.h"
+#include "titan/platform/progress.h"
 
 namespace titan::components {
 
@@ -23,11 +24,13 @@ std::string with_commas(int64_t n) {
 
 std::string format_step_line(const StepMetrics& m) {
   return fmt::format(
-      "step: {}  loss: {:.4f}  grad_norm: {:.4f}  memory: {:.2f}GiB({:.2f}%)  tps: {}  "
-      "tflops: {:.2f}  mfu: {}",
-      m.step, m.loss, m.grad_norm, m.memory_gib, m.memory_pct,
-      with_commas(static_cast<int64_t>(std::llround(m.tps))), m.tflops,
-      m.mfu ? fmt::format("{:.2f}%", *m.mfu) : "n/a") +
+             "step: {}{}  loss: {:.4f}  grad_norm: {:.4f}  memory: {:.2f}GiB({:.2f}%)  tps: {}  "
+             "tflops: {:.2f}  mfu: {}",
+             m.step, m.total_steps > 0 ? fmt::format("/{}", m.total_steps) : "", m.loss,
+             m.grad_norm, m.memory_gib, m.memory_pct,
+             with_commas(static_cast<int64_t>(std::llround(m.tps))), m.tflops,
+             m.mfu ? fmt::format("{:.2f}%", *m.mfu) : "n/a") +
+         (m.eta_s ? "  eta: " + platform::format_duration(*m.eta_s) : "") +
          (m.skipped_steps > 0 ? fmt::format("  skipped: {}", m.skipped_steps) : "");
 }
 

@@ -57,14 +57,20 @@ struct StepMetrics {
   /// Data parallelism: mean seconds per step this rank waited on FSDP's all-gathers and
   /// gradient reductions (the communication compute did not hide).
   std::optional<double> fsdp_wait_s;
+  /// Console only (not in metrics.jsonl or TensorBoard, whose keys are TorchTitan's): the run's
+  /// last step, shown as "step: N/M" when positive, and the estimated time to reach it.
+  int64_t total_steps = 0;
+  std::optional<double> eta_s;
   /// A validation ran after this step (components/validate.h): its loss and tokens/s.
   std::optional<double> validation_loss;
   std::optional<double> validation_tps;
 };
 
-/// "step: 10  loss: 5.1234  grad_norm: 1.2345  memory: 1.23GiB(4.56%)  tps: 12,345
-///  tflops: 1.23  mfu: 12.34%" (one line; "mfu: n/a" when the device's peak is unknown;
-/// "  skipped: N" at the end once a non-finite step was skipped; NaN prints as "nan").
+/// "step: 10/100  loss: 5.1234  grad_norm: 1.2345  memory: 1.23GiB(4.56%)  tps: 12,345
+///  tflops: 1.23  mfu: 12.34%  eta: 3m05s" (one line; TorchTitan's, with the run's last step and
+/// the time left added; "step: 10" without a total, no eta without an estimate; "mfu: n/a" when
+/// the device's peak is unknown; "  skipped: N" at the end once a non-finite step was skipped;
+/// NaN prints as "nan").
 std::string format_step_line(const StepMetrics& m);
 /// TorchTitan's validation line: "validate step: 10  loss: 5.1234  memory: 1.23GiB(4.56%)
 /// tps: 12,345" (the memory peak since the last record, which includes the validation).

@@ -4,6 +4,7 @@
 
 #include "titan/errors.h"
 #include "titan/platform/clock.h"
+#include "titan/platform/progress.h"
 
 namespace titan::components {
 namespace {
@@ -77,9 +78,11 @@ ValidationResult Validator::validate(distributed::ForwardBackward& forward,
   EvalMode eval(models);
   double loss_sum = 0;
   const int64_t global_batch = data_.layout().global_batch_size();
+  platform::Progress progress("validating", static_cast<double>(steps_), "batches");
   for (int64_t s = 0; s < steps_; ++s) {
     auto batch = data_.get(s * global_batch, 0);
     loss_sum += forward.evaluate(batch.input.to(device), batch.label.to(device));
+    progress.update(static_cast<double>(s + 1));
   }
   auto sum = torch::tensor({loss_sum}, torch::kDouble);
   loss_group_->all_reduce_(sum, distributed::ReduceOp::Sum, "validation loss all-reduce");

@@ -1,6 +1,7 @@
 #include "titan/config/resolve.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <filesystem>
 #include <fstream>
@@ -199,9 +200,30 @@ void apply_toml(JobConfig& config, const std::string& text, const std::string& s
   }
 }
 
+std::string default_config_name(const CommandLine& cli) {
+  for (const auto& [name, text] : cli.overrides) {
+    if (name == "job.config_file") return "";
+  }
+  const std::string family = family_from_module(cli.module);
+  return (family.empty() ? std::string("llama3") : family) + "_debugmodel";
+}
+
+std::string base_config_name(const CommandLine& cli) {
+  return cli.config_name.empty() ? default_config_name(cli) : cli.config_name;
+}
+
+std::string describe_compute(const JobConfig& c) {
+  std::string ac = c.activation_checkpoint.mode;
+  if (ac == "selective") ac += " (" + c.activation_checkpoint.selective_ac_option + ")";
+  return fmt::format("{} {}, parameters in {}, activation checkpointing {}, compile {}",
+                     c.model.name, c.model.flavor, c.training.mixed_precision_param, ac,
+                     c.compile.enable ? fmt::format("on ({})", fmt::join(c.compile.components, ", ")) : "off");
+}
+
 JobConfig resolve(const CommandLine& cli) {
   JobConfig config;
   std::string family = family_from_module(cli.module);
+  const std::string config_name = base_config_name(cli);
   const auto& families = find_field("model.name")->choices;
   if (!family.empty() && std::find(families.begin(), families.end(), family) == families.end()) {
     std::string known;
@@ -210,27 +232,27 @@ JobConfig resolve(const CommandLine& cli) {
                                   "families: {}",
                                   family, cli.module, known));
   }
-  if (!cli.config_name.empty()) {
-    bool is_file = cli.config_name.size() > 5 &&
-                   cli.config_name.substr(cli.config_name.size() - 5) == ".toml";
+  if (!config_name.empty()) {
+    bool is_file = config_name.size() > 5 &&
+                   config_name.substr(config_name.size() - 5) == ".toml";
     if (is_file) {
-      apply_toml(config, read_file(cli.config_name, "config"), cli.config_name);
+      apply_toml(config, read_file(config_name, "config"), config_name);
     } else {
-      std::string lookup = family.empty() ? cli.config_name.substr(0, cli.config_name.find('_'))
+      std::string lookup = family.empty() ? config_name.substr(0, config_name.find('_'))
                                           : family;
-      auto named = find_named_config(lookup, cli.config_name);
+      auto named = find_named_config(lookup, config_name);
       if (!named) {
         throw ConfigError(fmt::format("--config (CONFIG): no named config '{}' for model "
                                       "family '{}'; available: {}",
-                                      cli.config_name, lookup, names_of_family(lookup)));
+                                      config_name, lookup, names_of_family(lookup)));
       }
       apply_toml(config, named->toml, "named config " + named->name);
     }
   }
   if (!family.empty()) {
-    if (!cli.config_name.empty() && config.model.name != family) {
+    if (!config_name.empty() && config.model.name != family) {
       throw ConfigError(fmt::format("config '{}' is for model.name '{}', but --module is '{}'",
-                                    cli.config_name, config.model.name, family));
+                                    config_name, config.model.name, family));
     }
     set_checked(config, *find_field("model.name"), family);
   }
@@ -338,7 +360,9 @@ std::string to_toml(const JobConfig& config) {
 std::string help_text() {
   std::string out =
       "Usage: titan train [--module FAMILY] [--config NAME|FILE.toml] [--section.key value]...\n"
-      "Precedence: command line > --job.config_file > named config > defaults.\n"
+      "Without --config, the family's debug config applies (<family>_debugmodel; llama3's\n"
+      "without --module), as under run_train.sh.\n"
+      "Precedence: command line > --job.config_file > named config > defaults (below).\n"
       "Booleans: --section.key / --section.no_key. Lists: comma-separated.\n";
   std::string section;
   for (const auto& f : schema()) {

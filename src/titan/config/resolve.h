@@ -27,7 +27,21 @@ CommandLine parse_command_line(const std::vector<std::string>& args);
 /// and wrong types.
 void apply_toml(JobConfig& config, const std::string& text, const std::string& source);
 
-/// Resolves the layers described by `cli` and validates the result (see validate()).
+/// The named config a command line without --config starts from: "<family>_debugmodel", the
+/// family from --module (llama3 without one), as run_train.sh's CONFIG default, so that every
+/// entry point (run_train.sh, titan launch, train, validate, plan, config) resolves the same
+/// config from the same arguments. Empty when a --job.config_file override is given.
+std::string default_config_name(const CommandLine& cli);
+
+/// cli.config_name, else default_config_name(cli).
+std::string base_config_name(const CommandLine& cli);
+
+/// What a run computes, for banners and the log header: "llama3 debugmodel, parameters in
+/// float32, activation checkpointing none, compile off".
+std::string describe_compute(const JobConfig& config);
+
+/// Resolves the layers described by `cli` (from base_config_name(cli)) and validates the
+/// result (see validate()).
 JobConfig resolve(const CommandLine& cli);
 
 /// Checks cross-key constraints that need no world size (choices, ranges and combinations).

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 #include <sstream>
 
@@ -528,6 +529,9 @@ Value check_value(const FieldSpec& f, const Value& value) {
   std::optional<double> number;
   if (auto i = std::get_if<int64_t>(&value)) number = static_cast<double>(*i);
   if (auto d = std::get_if<double>(&value)) number = *d;
+  if (number && !std::isfinite(*number)) {
+    throw ConfigError(fmt::format("{} = {} is not a finite number", f.name(), format_value(value)));
+  }
   if (number && f.min && *number < *f.min) {
     throw ConfigError(fmt::format("{} = {} is out of range; it must be >= {}", f.name(),
                                   format_value(value), *f.min));

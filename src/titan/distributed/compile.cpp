@@ -1,11 +1,13 @@
 #include "titan/distributed/compile.h"
 
 #include <algorithm>
+#include <mutex>
 
 #include "titan/errors.h"
 #include "titan/models/common/attention.h"
 #include "titan/models/common/feed_forward.h"
 #include "titan/models/common/kernels/attention.h"
+#include "titan/models/common/kernels/cpu_isa.h"
 #include "titan/models/common/kernels/moe_routing.h"
 #include "titan/models/common/kernels/rms_norm.h"
 #include "titan/models/common/kernels/rope.h"
@@ -15,6 +17,7 @@
 #include "titan/models/common/rmsnorm.h"
 #include "titan/models/common/transformer_block.h"
 #include "titan/platform/device.h"
+#include "titan/platform/logging.h"
 #include "titan/platform/memory.h"
 
 namespace titan::distributed {
@@ -30,9 +33,17 @@ models::ElementwiseOp::Fn fused_rope(models::kernels::RopeLayout layout) {
   };
 }
 
-// Every RMSNorm (a block's second one with the residual add before it), RoPE, attention,
-// SwiGLU gate and MoE routing of the part computes through its fused kernel.
+// Whether the fused attention beats eager's (SDPA) on this CPU's kernel variant: the baseline
+// (SSE) tiles ran at 0.48x its speed on an AMD EPYC (bench/NOTES.md), so there attention stays
+// eager's.
+bool fused_attention_pays() {
+  return models::kernels::kernel_isa() != models::kernels::CpuIsa::kBaseline;
+}
+
+// Every RMSNorm (a block's second one with the residual add before it), RoPE, attention (where
+// it pays), SwiGLU gate and MoE routing of the part computes through its fused kernel.
 void fuse_kernels(torch::nn::Module& model) {
+  const bool attention_pays = fused_attention_pays();
   for (const auto& module : model.modules()) {
     if (auto* norm = module->as<models::RMSNormImpl>()) {
       norm->compute.fused = [eps = norm->eps](const std::vector<torch::Tensor>& in) {
@@ -45,10 +56,10 @@ void fuse_kernels(torch::nn::Module& model) {
       };
     } else if (auto* attention = module->as<models::AttentionImpl>()) {
       attention->rotary.fused = fused_rope(models::kernels::RopeLayout::kHalves);
-      attention->kernel = models::kernels::causal_attention;
+      if (attention_pays) attention->kernel = models::kernels::causal_attention;
     } else if (auto* mla = module->as<models::MultiHeadLatentAttentionImpl>()) {
       mla->rotary.fused = fused_rope(models::kernels::RopeLayout::kInterleaved);
-      mla->kernel = models::kernels::causal_attention;
+      if (attention_pays) mla->kernel = models::kernels::causal_attention;
     } else if (auto* ffn = module->as<models::FeedForwardImpl>()) {
       ffn->gate.fused = fused_swiglu;
     } else if (auto* experts = module->as<models::GroupedExpertsImpl>()) {
@@ -80,7 +91,16 @@ void check_compile(const config::CompileSection& compile) {
 
 void apply_compile(ModelPart& part, const config::CompileSection& compile) {
   if (compile.enable) platform::enable_allocation_cache();
-  if (compiles(compile, "model")) fuse_kernels(part.model());
+  if (compiles(compile, "model")) {
+    static std::once_flag logged;  // once a rank, however many model parts it holds
+    std::call_once(logged, [] {
+      log::info("{}{}", models::kernels::describe_kernel_isa(),
+                fused_attention_pays() ? ""
+                                       : "; causal attention stays eager's (SDPA): the baseline "
+                                         "tiles run at half its speed");
+    });
+    fuse_kernels(part.model());
+  }
   if (compiles(compile, "loss")) part.enable_fused_loss();
 }
 

@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <sstream>
 #include <thread>
 
 #include "titan/distributed/flight_recorder.h"
@@ -31,6 +32,7 @@
 #include "titan/platform/cpu_threads.h"
 #include "titan/platform/device.h"
 #include "titan/platform/env.h"
+#include "titan/platform/logging.h"
 
 namespace titan::distributed {
 namespace {
@@ -57,8 +59,10 @@ int free_local_port() {
   return ntohs(addr.sin_port);
 }
 
+// The last `n` lines of the latest run in the rank log at `path` (platform/logging.h).
 std::string tail_lines(const std::string& path, size_t n) {
-  std::ifstream in(path);
+  std::ifstream file(path);
+  std::istringstream in(log::latest_run(std::string(std::istreambuf_iterator<char>(file), {})));
   std::deque<std::string> lines;
   std::string line;
   while (std::getline(in, line)) {
@@ -68,6 +72,27 @@ std::string tail_lines(const std::string& path, size_t n) {
   std::string out;
   for (const auto& l : lines) out += "  | " + l + "\n";
   return out;
+}
+
+// LOG_RANK as given, when it is "all" or ranks of the world separated by commas.
+std::string checked_log_rank(const std::string& spec, const LaunchOptions& o) {
+  if (spec == "all") return spec;
+  std::stringstream items(spec);
+  for (std::string item; std::getline(items, item, ',');) {
+    char* end = nullptr;
+    const long rank = std::strtol(item.c_str(), &end, 10);
+    if (item.empty() || *end != '\0' || rank < 0) {
+      throw ConfigError(fmt::format("LOG_RANK='{}' must be all or ranks separated by commas "
+                                    "(e.g. 0 or 0,3)",
+                                    spec));
+    }
+    if (rank >= o.world_size()) {
+      throw ConfigError(fmt::format("LOG_RANK='{}' names rank {}, but the world has {} ranks "
+                                    "(NGPU={} x NNODES={}): no console output would appear",
+                                    spec, rank, o.world_size(), o.nproc_per_node, o.nnodes));
+    }
+  }
+  return spec;
 }
 
 // A worker's environment: the launcher's with torchrun's variables set.
@@ -452,8 +477,17 @@ LaunchOptions LaunchOptions::from_env() {
     throw ConfigError("RDZV_ENDPOINT=host:port is required when NNODES > 1 (every node must "
                       "reach the same rendezvous store)");
   }
-  if (const char* lr = std::getenv("LOG_RANK")) o.log_rank = lr;
+  if (const char* lr = std::getenv("LOG_RANK")) o.log_rank = checked_log_rank(lr, o);
   o.max_restarts = env_int("MAX_RESTARTS", 0);
+  if (const char* mode = std::getenv("COMM_MODE"); mode && *mode) {
+    if (std::string(mode) != "fake_backend") {
+      throw ConfigError(fmt::format("COMM_MODE='{}' is not a mode titan has: fake_backend (a dry "
+                                    "run of the config for the world size, in one process), or "
+                                    "unset to train",
+                                    mode));
+    }
+    o.comm_mode = mode;
+  }
   return o;
 }
 

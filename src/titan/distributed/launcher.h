@@ -24,6 +24,7 @@ struct LaunchOptions {
   std::string master_addr = "127.0.0.1";
   int master_port = 0;            // from RDZV_ENDPOINT; 0 = pick a free local port
   std::string log_rank = "0";     // LOG_RANK: "0", "0,3" or "all"
+  std::string comm_mode;          // COMM_MODE: empty, or "fake_backend" (a dry run)
   std::string dump_folder;        // where logs/rank_<r>.log are written
   std::string comm_traces_folder;  // the flight recorder's (empty: none)
   int max_restarts = 0;            // MAX_RESTARTS (torchrun's --max_restarts)
@@ -33,8 +34,9 @@ struct LaunchOptions {
   int world_size() const { return nproc_per_node * nnodes; }
 
   /// From NGPU, NNODES, NODE_RANK (or OMPI_COMM_WORLD_RANK, SLURM_NODEID), RDZV_ENDPOINT,
-  /// LOG_RANK, MAX_RESTARTS. Throws ConfigError naming the variable for a malformed or missing
-  /// value (RDZV_ENDPOINT is required when NNODES > 1).
+  /// LOG_RANK, MAX_RESTARTS, COMM_MODE. Throws ConfigError naming the variable for a malformed,
+  /// out-of-range (a LOG_RANK rank outside the world) or unknown value, or a missing one
+  /// (RDZV_ENDPOINT is required when NNODES > 1).
   static LaunchOptions from_env();
 };
 

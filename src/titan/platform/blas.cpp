@@ -2,7 +2,10 @@
 
 #include <ATen/Version.h>
 
+#include <ATen/Parallel.h>
+
 #include <chrono>
+#include <limits>
 #include <sstream>
 
 namespace titan::platform {
@@ -49,18 +52,26 @@ BlasInfo blas_info() {
   return info;
 }
 
-double measure_gemm_flops(torch::ScalarType dtype, int64_t n) {
+double measure_gemm_flops_per_thread(torch::ScalarType dtype) {
   torch::NoGradGuard no_grad;
-  auto a = torch::randn({n, n}).to(dtype);
-  auto b = torch::randn({n, n}).to(dtype);
-  auto c = torch::matmul(a, b);  // warm-up
+  const int threads = at::get_num_threads();
+  at::set_num_threads(1);
   double best = 0;
-  for (int rep = 0; rep < 3; ++rep) {
-    auto start = std::chrono::steady_clock::now();
-    torch::matmul_out(c, a, b);
-    double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    best = std::max(best, 2.0 * n * n * n / s);
+  for (int64_t n = 128;; n *= 2) {
+    auto a = torch::randn({n, n}).to(dtype);  // a: [n, n]
+    auto b = torch::randn({n, n}).to(dtype);  // b: [n, n]
+    auto c = torch::matmul(a, b);             // warm-up; c: [n, n]
+    double fastest = std::numeric_limits<double>::infinity();
+    for (int rep = 0; rep < 3; ++rep) {
+      auto start = std::chrono::steady_clock::now();
+      torch::matmul_out(c, a, b);
+      fastest = std::min(
+          fastest, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    }
+    best = std::max(best, 2.0 * double(n) * double(n) * double(n) / fastest);
+    if (n >= 1024 || fastest > 0.02) break;
   }
+  at::set_num_threads(threads);
   return best;
 }
 

@@ -22,8 +22,9 @@ BlasInfo blas_info();
 /// "CUDA_VERSION", "CUDNN_VERSION", ...); empty when it is not set.
 std::string libtorch_build_setting(const std::string& name);
 
-/// Measured GEMM throughput in FLOP/s for `dtype` on the current thread count (square n x n
-/// matmuls, best of a few repetitions). Used as the CPU peak for MFU.
-double measure_gemm_flops(torch::ScalarType dtype, int64_t n = 1024);
+/// One thread's GEMM throughput in FLOP/s for `dtype`: square matmuls, n doubling from 128 while
+/// a product takes under 20 ms (up to 1024), best of 3 at the last size; a fraction of a second
+/// whatever the dtype's speed (bf16 without bf16 units is ~100x slower than fp32).
+double measure_gemm_flops_per_thread(torch::ScalarType dtype);
 
 }  // namespace titan::platform

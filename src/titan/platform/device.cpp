@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <fstream>
+#include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -63,11 +66,26 @@ torch::Device select_rank_device(int local_rank) {
   return gpu;
 }
 
+std::string cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string model = "unknown CPU";
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("model name", 0) == 0 && line.find(':') != std::string::npos) {
+      model = line.substr(line.find_first_not_of(" \t", line.find(':') + 1));
+      break;
+    }
+  }
+  const char* isa = __builtin_cpu_supports("x86-64-v4")   ? "AVX-512"
+                    : __builtin_cpu_supports("x86-64-v3") ? "AVX2"
+                                                          : "SSE2";
+  return fmt::format("{} ({}, {} cores)", model, isa, std::thread::hardware_concurrency());
+}
+
 std::string device_name(const torch::Device& device) {
 #ifdef TITAN_CUDA
   if (device.is_cuda()) return at::cuda::getDeviceProperties(device.index())->name;
 #endif
-  return "cpu";
+  return "cpu: " + cpu_model();
 }
 
 int64_t device_capacity_bytes(const torch::Device& device) {

@@ -18,7 +18,11 @@ int visible_gpus();
 /// node than GPUs).
 torch::Device select_rank_device(int local_rank);
 
-/// "cpu", or the GPU's name as CUDA reports it (e.g. "NVIDIA H200").
+/// The CPU's model as /proc/cpuinfo names it (e.g. "AMD EPYC 9R14 96-Core Processor"), with
+/// its widest vector ISA ("AVX-512", "AVX2" or "SSE2"): every CPU figure names its machine.
+std::string cpu_model();
+
+/// "cpu: <cpu_model()>", or the GPU's name as CUDA reports it (e.g. "NVIDIA H200").
 std::string device_name(const torch::Device& device);
 
 /// Bytes of memory of `device`: the GPU's, or the machine's RAM for the CPU.

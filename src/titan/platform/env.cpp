@@ -10,6 +10,11 @@
 
 namespace titan::platform {
 
+std::filesystem::path titan_cache_dir() {
+  const char* home = std::getenv("HOME");
+  return std::filesystem::path(home != nullptr ? home : "/") / ".cache" / "titan";
+}
+
 int env_int(const char* name, int fallback, int min) {
   const char* v = std::getenv(name);
   if (!v || !*v) return fallback;

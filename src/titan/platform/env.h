@@ -3,12 +3,17 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 
 namespace titan::platform {
 
 /// The integer value of environment variable `name`, or `fallback` when it is unset or empty.
 /// Throws ConfigError naming the variable when the value is not an integer >= `min`.
 int env_int(const char* name, int fallback, int min = 0);
+
+/// titan's per-user cache folder, $HOME/.cache/titan (datasets, token caches, validated
+/// baselines live below it unless their own variables move them).
+std::filesystem::path titan_cache_dir();
 
 /// Test hooks: whether environment variable `name` is "<rank>:<step>" (with `where`,
 /// "<rank>:<step>:<where>") for this rank and step.

@@ -5,10 +5,15 @@
 #include <spdlog/pattern_formatter.h>
 #include <spdlog/spdlog.h>
 
+#include <fmt/chrono.h>
+#include <unistd.h>
+
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
-#include <sstream>
+#include <fstream>
 #include <memory>
+#include <sstream>
 
 namespace titan::log {
 namespace {
@@ -80,8 +85,21 @@ void init(const std::string& log_file, bool to_console, const std::string& rank_
 }
 
 void init_rank(const std::string& dump_folder, int rank, int world_size) {
-  init(fmt::format("{}/logs/rank_{}.log", dump_folder, rank), rank_logs_to_console(rank),
-       world_size > 1 ? fmt::format("[rank{}]:", rank) : "");
+  const std::string file = fmt::format("{}/logs/rank_{}.log", dump_folder, rank);
+  std::filesystem::create_directories(std::filesystem::path(file).parent_path());
+  const char* restart = std::getenv("TORCHELASTIC_RESTART_COUNT");
+  std::ofstream(file, std::ios::app) << fmt::format(
+      "{} {:%Y-%m-%d %H:%M:%S} (rank {} of {}, pid {}, restart {}) =====\n", kRunHeader,
+      fmt::localtime(std::time(nullptr)), rank, world_size, ::getpid(),
+      restart != nullptr && *restart != '\0' ? restart : "0");
+  init(file, rank_logs_to_console(rank), world_size > 1 ? fmt::format("[rank{}]:", rank) : "");
+}
+
+std::string latest_run(const std::string& text) {
+  const size_t at = text.rfind(kRunHeader);
+  if (at == std::string::npos || (at > 0 && text[at - 1] != '\n')) return text;
+  const size_t next = text.find('\n', at);
+  return next == std::string::npos ? std::string() : text.substr(next + 1);
 }
 
 void info(const std::string& message) { logger()->info(message); }

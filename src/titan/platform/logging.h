@@ -16,8 +16,15 @@ void init(const std::string& log_file, bool to_console, const std::string& rank_
 
 /// init() for one rank of a `world_size`-rank run: <dump_folder>/logs/rank_<rank>.log, echoed to
 /// the console when LOG_RANK selects the rank ("0", the default; "0,3"; "all"), with a
-/// "[rank<r>]:" prefix when the world has several ranks.
+/// "[rank<r>]:" prefix when the world has several ranks. The file is appended to across runs,
+/// so each run (and each restart) first writes a line starting with kRunHeader to it.
 void init_rank(const std::string& dump_folder, int rank, int world_size);
+
+/// How the line that starts a run in a rank's log file begins.
+inline constexpr const char* kRunHeader = "===== titan run started";
+
+/// The lines of `text` (a rank's log file) after its last kRunHeader line: the latest run's.
+std::string latest_run(const std::string& text);
 
 /// Writes one INFO / WARNING / ERROR line.
 void info(const std::string& message);

@@ -174,10 +174,12 @@ Trainer::Trainer(config::JobConfig job, distributed::WorldInfo world)
   memory_snapshot_ = std::make_unique<tools::MemorySnapshot>(
       job_.profiling, job_.job.dump_folder + "/" + job_.profiling.save_memory_snapshot_folder,
       world_->info().rank, device_);
-  peak_flops_ = device_.is_cpu()
-                    ? std::optional<double>(platform::measure_gemm_flops(compute_dtype_))
-                    : platform::accelerator_peak_flops(platform::device_name(device_),
-                                                       compute_dtype_);
+  if (device_.is_cpu()) {
+    cpu_peak_ = std::make_unique<platform::CpuPeak>(compute_dtype_);
+    peak_flops_ = cpu_peak_->per_thread() * threads_.threads();
+  } else {
+    peak_flops_ = platform::accelerator_peak_flops(platform::device_name(device_), compute_dtype_);
+  }
   log_header();
   if (writes_metrics) write_manifest();
 }
@@ -298,6 +300,7 @@ void Trainer::log_header() {
   log::info("Model {} {}: {} parameters{}, {} FLOPs per token at seq_len {}", job_.model.name,
             job_.model.flavor, components::with_commas(num_params_), active,
             components::with_commas(flops_per_token_), job_.training.seq_len);
+  log::info("Computing {}", config::describe_compute(job_));
   const char* dtype = compute_dtype_ == torch::kBFloat16 ? "bf16" : "fp32";
   const std::string device = platform::device_name(device_);
   log::info("Device {} ({}) with {:.2f}GiB memory", device_.str(), device,
@@ -306,10 +309,12 @@ void Trainer::log_header() {
     log::warn("Peak FLOPS of {} in {} is not in titan's table of accelerators: MFU is "
               "reported as n/a",
               device, dtype);
-  } else if (device_.is_cpu()) {
-    log::info("Peak FLOPS used for computing MFU: {:.3e} ({} GEMM measured at start on {} "
-              "threads; {}, {} kernels)",
-              *peak_flops_, dtype, torch::get_num_threads(), blas.library, blas.kernels);
+  } else if (cpu_peak_) {
+    log::info("Peak FLOPS used for computing MFU: {:.3e} per thread x the threads a step runs "
+              "with ({} now: {:.3e}; the faster of fp32 and {} GEMM measured on one thread at "
+              "start; {}, {} kernels)",
+              cpu_peak_->per_thread(), threads_.threads(), *peak_flops_, dtype, blas.library,
+              blas.kernels);
   } else {
     log::info("Peak FLOPS used for computing MFU: {:.3e} ({} dense peak of {})", *peak_flops_,
               dtype, device);
@@ -335,6 +340,8 @@ void Trainer::write_manifest() {
       {"device", {{"type", device_.str()}, {"name", platform::device_name(device_)},
                   {"memory_bytes", platform::device_capacity_bytes(device_)}}},
       {"peak_flops", peak_flops_ ? nlohmann::json(*peak_flops_) : nlohmann::json()},
+      {"peak_flops_per_thread",
+       cpu_peak_ ? nlohmann::json(cpu_peak_->per_thread()) : nlohmann::json()},
       {"restart_count", platform::env_int("TORCHELASTIC_RESTART_COUNT", 0)},
   };
   components::write_manifest(job_.job.dump_folder + "/run_manifest.json", manifest);
@@ -532,6 +539,13 @@ int64_t Trainer::restore_data_position(const nlohmann::json& state,
           "the data position cannot continue exactly; resume with training.seq_len {}",
           path, data["consumed_samples"].get<int64_t>(), saved_seq_len, seq_len, saved_seq_len));
     }
+    if (!data.contains("window_stride")) {
+      log::warn("{} was saved by a titan whose samples overlapped by one token; this run cuts "
+                "TorchTitan's disjoint windows of training.seq_len + 1 tokens, so sample {} "
+                "starts {} tokens later in the data than it did there",
+                path, data["consumed_samples"].get<int64_t>(),
+                data["consumed_samples"].get<int64_t>());
+    }
     return data["consumed_samples"].get<int64_t>();
   }
   const int64_t tokens = state["train_state"].value("tokens_seen", int64_t{0});
@@ -554,7 +568,9 @@ void Trainer::save_checkpoint(int64_t step, bool last) {
                        {"optimizer_steps", optimizer_->steps_taken()},
                        {"skipped_steps", skipped_steps_}}},
       {"lr_scheduler", {{"step", step}}},
-      {"dataloader", {{"consumed_samples", consumed_samples_}, {"seq_len", seq_len}}}};
+      {"dataloader",
+       {{"consumed_samples", consumed_samples_}, {"seq_len", seq_len},
+        {"window_stride", seq_len + 1}}}};
   const bool model_only = last && job_.checkpoint.last_save_model_only;
   auto optimizer = model_only ? components::checkpoint::ShardedStateDict{} : optimizer_state(false);
   checkpoint_->save(step, model_state(false), optimizer, state, config::to_toml(job_), last);
@@ -581,8 +597,14 @@ void Trainer::train() {
   }
   int64_t first = resume();
   const int restart = platform::env_int("TORCHELASTIC_RESTART_COUNT", 0);
-  log::info("Training starts at step {} of {}{}", first, t.steps,
-            restart > 0 ? fmt::format(" (the launcher's restart {})", restart) : "");
+  if (first > t.steps) {
+    log::info("Nothing to train: the run resumed after step {}, and training.steps is {} (raise "
+              "it to train further)",
+              first - 1, t.steps);
+  } else {
+    log::info("Training starts at step {} of {}{}", first, t.steps,
+              restart > 0 ? fmt::format(" (the launcher's restart {})", restart) : "");
+  }
   auto window_start = Clock::now();
   double window_data = 0, window_all_to_all = 0, window_fsdp_wait = 0;
   int64_t window_steps = 0;
@@ -637,17 +659,20 @@ void Trainer::train() {
     m.skipped_steps = skipped_steps_;
     m.lr = scheduler_->lr_at(step);
     m.step_time_s = elapsed / static_cast<double>(window_steps);
+    m.total_steps = t.steps;
+    m.eta_s = m.step_time_s * static_cast<double>(t.steps - step);
     m.data_time_s = window_data / static_cast<double>(window_steps);
     // Tokens per second per device, as TorchTitan: ranks that split a batch's work (TP, CP,
     // PP) share its tokens.
     m.tps = static_cast<double>(local_tokens_per_step_) / m.step_time_s /
             dims_.non_data_parallel_size();
     m.tflops = static_cast<double>(flops_per_token_) * m.tps / 1e12;
-    if (peak_flops_) m.mfu = 100.0 * static_cast<double>(flops_per_token_) * m.tps / *peak_flops_;
+    m.cpu_threads = threads_.threads();
+    if (cpu_peak_) peak_flops_ = cpu_peak_->peak(m.cpu_threads, m.tflops * 1e12);
+    if (peak_flops_) m.mfu = 100.0 * m.tflops * 1e12 / *peak_flops_;
     record_memory(m);
     m.tokens_seen = consumed_samples_ * t.seq_len;
     m.consumed_samples = consumed_samples_;
-    m.cpu_threads = threads_.threads();
     m.expert_loads = load_balancer_->loads();
     if (dims_.ep_enabled()) m.all_to_all_s = window_all_to_all / static_cast<double>(window_steps);
     if (dims_.fsdp_enabled() || dims_.dp_replicate_enabled()) {

@@ -22,6 +22,7 @@
 #include "titan/distributed/model_part.h"
 #include "titan/distributed/parallel_dims.h"
 #include "titan/distributed/process_group.h"
+#include "titan/platform/cpu_peak.h"
 #include "titan/platform/cpu_threads.h"
 #include "titan/tools/memory_snapshot.h"
 #include "titan/tools/profiler.h"
@@ -143,6 +144,7 @@ class Trainer {
   int64_t num_active_params_ = 0;  // of them, what one token uses (MoE: its k experts)
   torch::Device device_ = torch::kCPU;  // where this rank computes (platform/device.h)
   std::optional<double> peak_flops_;    // FLOP/s of one rank for MFU; none: unknown device
+  std::unique_ptr<platform::CpuPeak> cpu_peak_;  // on the CPU: what peak_flops_ follows
   torch::ScalarType compute_dtype_ = torch::kFloat;
   int64_t global_tokens_per_step_ = 0;
   int64_t local_tokens_per_step_ = 0;

@@ -102,6 +102,11 @@ TEST(GenerateCommand, BadArgumentsExitWithConfigError) {
   auto no_folder = run("--hf_assets_path /nonexistent --prompt_ids 1");
   EXPECT_EQ(no_folder.status, 1);
   EXPECT_NE(no_folder.out.find("/nonexistent/config.json"), std::string::npos) << no_folder.out;
+  // Issue 40: a missing checkpoint is named, not a missing tokenizer.
+  auto no_checkpoint = run("--checkpoint /nonexistent/step-3 --prompt hi");
+  EXPECT_EQ(no_checkpoint.status, 1);
+  EXPECT_NE(no_checkpoint.out.find("/nonexistent/step-3"), std::string::npos) << no_checkpoint.out;
+  EXPECT_EQ(no_checkpoint.out.find("needs a tokenizer"), std::string::npos) << no_checkpoint.out;
 }
 
 }  // namespace

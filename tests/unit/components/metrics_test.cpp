@@ -33,6 +33,21 @@ TEST(StepLine, TorchTitansFormatWithMfuOrNa) {
   EXPECT_EQ(format_step_line(m).substr(format_step_line(m).rfind("mfu")), "mfu: n/a");
 }
 
+// Issue 40: the line names the run's last step and the time left (console only).
+TEST(StepLine, TotalStepsAndEta) {
+  auto m = sample();
+  m.mfu = 12.344;
+  m.total_steps = 100;
+  m.eta_s = 185.2;
+  EXPECT_EQ(format_step_line(m),
+            "step: 10/100  loss: 5.1234  grad_norm: 1.2345  memory: 1.23GiB(4.56%)  tps: 12,345  "
+            "tflops: 1.23  mfu: 12.34%  eta: 3m05s");
+  m.eta_s = 7330;
+  EXPECT_NE(format_step_line(m).find("eta: 2h02m"), std::string::npos);
+  m.eta_s = 4;
+  EXPECT_NE(format_step_line(m).find("eta: 4s"), std::string::npos);
+}
+
 TEST(MetricsJsonl, UnknownMfuIsNullAndMemoryPeaksAreRecorded) {
   auto path = std::filesystem::temp_directory_path() / "titan_metrics_test" / "metrics.jsonl";
   std::filesystem::remove_all(path.parent_path());

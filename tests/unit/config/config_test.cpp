@@ -36,6 +36,57 @@ TEST(Config, DefaultsAreTorchTitans) {
   EXPECT_EQ(c.checkpoint.keep_latest_k, 10);
 }
 
+// Issue 40: NaN and infinity are refused where they are read, on the command line and in
+// TOML (--optimizer.lr nan had trained a step, then stopped with exit 4).
+TEST(Config, NonFiniteNumbersAreRefusedByKey) {
+  for (const std::string key : {"optimizer.lr", "training.max_norm", "checkpoint.interval_seconds"}) {
+    for (const std::string value : {"nan", "inf", "-inf", "NaN"}) {
+      const std::string msg = error_of({"--" + key, value});
+      EXPECT_NE(msg.find(key + " = "), std::string::npos) << key << " " << value << ": " << msg;
+      EXPECT_NE(msg.find("is not a finite number"), std::string::npos) << msg;
+    }
+  }
+  JobConfig c;
+  EXPECT_THROW(apply_toml(c, "[optimizer]\nlr = nan\n", "t.toml"), ConfigError);
+  EXPECT_THROW(apply_toml(c, "[training]\nmax_norm = inf\n", "t.toml"), ConfigError);
+}
+
+// Issue 40: without --config every entry point resolves the family's debug config, as
+// run_train.sh does (titan validate had validated the schema's bf16 defaults while its
+// banner said "llama3 debugmodel"); the banner line names what was resolved.
+TEST(Config, WithoutConfigTheFamilysDebugConfigApplies) {
+  EXPECT_EQ(to_toml(resolve_args({})),
+            to_toml(resolve_args({"--module", "llama3", "--config", "llama3_debugmodel"})));
+  EXPECT_EQ(to_toml(resolve_args({"--module", "qwen3", "--training.steps", "3"})),
+            to_toml(resolve_args({"--module", "qwen3", "--config", "qwen3_debugmodel",
+                                  "--training.steps", "3"})));
+  EXPECT_EQ(base_config_name(parse_command_line({"--module", "deepseek_v3"})),
+            "deepseek_v3_debugmodel");
+  EXPECT_EQ(base_config_name(parse_command_line({"--config", "llama3_8b"})), "llama3_8b");
+  EXPECT_EQ(describe_compute(resolve_args({})),
+            "llama3 debugmodel, parameters in float32, activation checkpointing none, compile "
+            "off");
+  EXPECT_EQ(describe_compute(resolve_args({"--compile.enable", "--activation_checkpoint.mode",
+                                           "selective"})),
+            "llama3 debugmodel, parameters in float32, activation checkpointing selective (2), "
+            "compile on (model, loss)");
+}
+
+// Issue 40: the shipped debug configs validate 10 batches (TorchTitan's debug config), not the
+// whole corpus (validation.steps = -1 took an hour on 2 cores).
+TEST(Config, DebugConfigsValidateTenBatches) {
+  for (const auto& [module, name] :
+       std::vector<std::pair<std::string, std::string>>{{"llama3", "llama3_debugmodel"},
+                                                        {"qwen3", "qwen3_debugmodel"},
+                                                        {"qwen3", "qwen3_moe_debugmodel"},
+                                                        {"deepseek_v3", "deepseek_v3_debugmodel"}}) {
+    const auto c = resolve_args({"--module", module, "--config", name, "--validation.enable"});
+    EXPECT_EQ(c.validation.steps, 10) << name;
+    EXPECT_EQ(c.validation.seq_len, c.training.seq_len) << name;
+  }
+  EXPECT_EQ(JobConfig{}.validation.steps, -1);  // TorchTitan's default stays
+}
+
 TEST(Config, NamedConfigThenCliOverride) {
   auto c = resolve_args({"--module", "llama3", "--config", "llama3_debugmodel"});
   EXPECT_EQ(c.model.name, "llama3");
@@ -123,7 +174,8 @@ TEST(Config, OutOfRangeAndBadChoice) {
   EXPECT_NE(range.find(">= 1"), std::string::npos) << range;
   auto choice = error_of({"--lr_scheduler.decay_type", "exponential"});
   EXPECT_NE(choice.find("linear, sqrt, cosine"), std::string::npos) << choice;
-  auto ac = error_of({"--activation_checkpoint.selective_ac_option", "sometimes"});
+  auto ac = error_of({"--activation_checkpoint.mode", "selective",
+                      "--activation_checkpoint.selective_ac_option", "sometimes"});
   EXPECT_NE(ac.find("'op' or a positive integer"), std::string::npos) << ac;
 }
 

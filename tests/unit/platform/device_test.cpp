@@ -40,7 +40,7 @@ TEST(RankDevice, CpuWhenNoGpuIsVisibleElseOneGpuPerLocalRank) {
   if (gpus == 0) {
     EXPECT_TRUE(select_rank_device(0).is_cpu());
     EXPECT_TRUE(select_rank_device(7).is_cpu());  // CPU ranks are not bounded by GPUs
-    EXPECT_EQ(device_name(torch::kCPU), "cpu");
+    EXPECT_EQ(device_name(torch::kCPU).rfind("cpu: ", 0), 0u);
   } else {
     EXPECT_EQ(select_rank_device(gpus - 1), torch::Device(torch::kCUDA, gpus - 1));
     EXPECT_THROW(select_rank_device(gpus), ConfigError);

@@ -81,7 +81,9 @@ TEST_F(CompareTest, IdenticalRunsAreWithinToleranceAndPlotted) {
        at = text.find("<polyline", at + 1)) {
     ++polylines;
   }
-  EXPECT_EQ(polylines, 2u);
+  EXPECT_EQ(polylines, 4u);  // loss and grad_norm of each run
+  EXPECT_NE(text.find(">grad_norm</text>"), std::string::npos);
+  EXPECT_EQ(text.find("stroke=\"red\""), std::string::npos);  // nothing diverged
   EXPECT_NE(text.find("runA"), std::string::npos);
   EXPECT_NE(text.find("runB"), std::string::npos);
 }
@@ -97,7 +99,10 @@ TEST_F(CompareTest, OneStepOffByMoreThanRtolDivergesAndNamesTheStep) {
   EXPECT_NE(r.output.find("first step past rtol 0.0001 (loss) or 0.0001 (grad_norm) is step 3"),
             std::string::npos)
       << r.output;
-  EXPECT_TRUE(fs::exists(root_ / "p.svg"));
+  std::ifstream svg(root_ / "p.svg");
+  const std::string text((std::istreambuf_iterator<char>(svg)), {});
+  EXPECT_NE(text.find("first step past tolerance: 3"), std::string::npos);
+  EXPECT_NE(text.find("stroke=\"red\""), std::string::npos);
   EXPECT_FALSE(fs::exists(b / "loss_compare.svg"));
   // A looser tolerance accepts the same runs.
   EXPECT_EQ(compare(a, b, "--rtol=2e-3").exit_code, 0);

@@ -50,7 +50,7 @@ DataLoader::DataLoader(const DataLoaderOptions& options, const Tokenizer& tokeni
         label_ = source.label;
         return TokenCache(source, tokenizer, cache_options(options));
       }()),
-      num_samples_((cache_.num_tokens() - 1) / seq_len_) {
+      num_samples_(cache_.num_tokens() / (seq_len_ + 1)) {
   if (num_samples_ < 1) {
     throw DataError(fmt::format(
         "dataset '{}' has {} tokens; one sample of training.seq_len {} needs {}", label_,
@@ -67,7 +67,7 @@ Batch DataLoader::get(int64_t consumed, int64_t microbatch) const {
   const int32_t* tokens = cache_.tokens();
   for (int64_t row = 0; row < b; ++row) {
     const int64_t sample = layout_.ordinal(consumed, microbatch, row) % num_samples_;
-    const int32_t* x = tokens + sample * s;  // the window x[0 .. s]
+    const int32_t* x = tokens + sample * (s + 1);  // the window x[0 .. s]
     int64_t* in = input + row * s;
     int64_t* out = label + row * s;
     for (int64_t j = 0; j < s; ++j) {

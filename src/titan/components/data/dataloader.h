@@ -2,10 +2,12 @@
 // samples as TorchTitan does, and handed out by global sample index (batch_layout.h).
 //
 // Packing: documents are concatenated ([BOS] text [EOS] each) into one stream of T tokens, cut
-// into N = (T - 1) / seq_len windows of seq_len + 1 tokens; sample i is
-// x = tokens[i*seq_len, i*seq_len + seq_len + 1) (consecutive windows share one boundary token),
-// input = x[:-1], label = x[1:]. Windows cross document boundaries; the tail that does not fill
-// a window is unused. Ordinal o reads sample o mod N: when the data runs out it starts over from
+// into N = T / (seq_len + 1) disjoint windows of seq_len + 1 tokens; sample i is
+// x = tokens[i*(seq_len + 1), (i + 1)*(seq_len + 1)), input = x[:-1], label = x[1:], so the
+// last token of a window is only a label. These are TorchTitan 0.2.2's windows (its
+// HuggingFaceTextDataset keeps a token buffer and takes seq_len + 1 tokens off it at a time;
+// the Neuron fork's too). Windows cross document boundaries; the tail that does not fill a
+// window is unused. Ordinal o reads sample o mod N: when the data runs out it starts over from
 // sample 0, and epoch(step) counts the passes.
 //
 // No hidden state: a batch is a pure function of (samples consumed before its step,

@@ -9,6 +9,7 @@
 
 #include "titan/components/data/documents.h"
 #include "titan/errors.h"
+#include "titan/platform/env.h"
 
 namespace titan::components::data {
 namespace fs = std::filesystem;
@@ -80,8 +81,7 @@ fs::path dataset_dir() {
   if (const char* dir = std::getenv("TITAN_DATA_DIR"); dir != nullptr && *dir != '\0') {
     return dir;
   }
-  const char* home = std::getenv("HOME");
-  return fs::path(home != nullptr ? home : "/") / ".cache" / "titan" / "datasets";
+  return platform::titan_cache_dir() / "datasets";
 }
 
 std::vector<std::string> dataset_names() {

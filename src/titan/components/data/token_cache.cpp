@@ -21,6 +21,8 @@
 #include "titan/components/data/documents.h"
 #include "titan/components/data/sha256.h"
 #include "titan/errors.h"
+#include "titan/platform/env.h"
+#include "titan/platform/progress.h"
 
 namespace titan::components::data {
 namespace fs = std::filesystem;
@@ -207,11 +209,18 @@ double build(const std::vector<FileStamp>& stamps, const json& key, const Tokeni
   TokenWriter writer(tmp.path());
   DocumentStats doc_stats;
   json files = json::array();
+  double total_mb = 0, text_mb = 0;
+  for (const FileStamp& s : stamps) total_mb += static_cast<double>(s.bytes) / 1e6;
+  platform::Progress progress(fmt::format("tokenizing {} file(s) into the token cache",
+                                          stamps.size()),
+                              total_mb, "MB of text");
   for (const FileStamp& s : stamps) {
     const MappedFile map(s.path);
     const DocumentFormat format = document_format(s.path);
     for_each_document(map.bytes(), s.path, format, skip_bad, doc_stats,
                       [&](std::string_view text, int64_t line) {
+                        text_mb += static_cast<double>(text.size()) / 1e6;
+                        progress.update(text_mb);
                         if (bos) writer.push(*bos);
                         std::vector<int32_t> ids;
                         try {
@@ -300,8 +309,7 @@ fs::path default_token_cache_dir() {
   if (const char* dir = std::getenv("TITAN_CACHE_DIR"); dir != nullptr && *dir != '\0') {
     return dir;
   }
-  const char* home = std::getenv("HOME");
-  return fs::path(home != nullptr ? home : "/") / ".cache" / "titan" / "tokens";
+  return platform::titan_cache_dir() / "tokens";
 }
 
 TokenCache::TokenCache(const DatasetSource& source, const Tokenizer& tokenizer,

@@ -21,9 +21,6 @@ void check_model(const json& model) {
     throw DataError(fmt::format("model.type: unsupported model '{}' (titan reads BPE only)",
                                 type->is_string() ? type->get<std::string>() : type->dump()));
   }
-  if (bool_field(model, "byte_fallback", false, "model")) {
-    throw DataError("model.byte_fallback: byte fallback BPE is not supported");
-  }
   auto dropout = model.find("dropout");
   if (dropout != model.end() && dropout->is_number() && dropout->get<double>() > 0) {
     throw DataError("model.dropout: BPE dropout is not supported");
@@ -71,6 +68,14 @@ Vocab vocab_from_json(const json& entries) {
     }
   }
   return vocab;
+}
+
+// The id model.vocab gives `key` as written (how HF looks up its unk_token).
+std::optional<int32_t> vocab_key_id(const json& model, const std::string& key) {
+  const json& entries = required_field(model, "vocab", "model");
+  auto it = entries.find(key);
+  if (it == entries.end()) return std::nullopt;
+  return as_id(*it, fmt::format("model.vocab['{}']", key));
 }
 
 // The id of `token` (byte-level text) in `vocab`.
@@ -175,7 +180,17 @@ BpeTokenizerParts parts_from_json(const json& doc) {
   std::vector<Merge> merges = merges_from_json(array_field(model, "merges", "model"), vocab);
   BpeOptions options;
   options.ignore_merges = bool_field(model, "ignore_merges", false, "model");
+  options.byte_fallback = bool_field(model, "byte_fallback", false, "model");
+  options.fuse_unk = bool_field(model, "fuse_unk", false, "model");
+  const auto unk = model.find("unk_token");
+  const bool has_unk = unk != model.end() && !unk->is_null();
+  if (has_unk) options.unk_id = vocab_key_id(model, as_string(*unk, "model.unk_token"));
   parts.model = std::make_unique<Bpe>(std::move(vocab), merges, options);
+  if (has_unk && !options.unk_id && parts.model->missing_bytes() > 0) {
+    throw DataError(fmt::format("model.unk_token: '{}' is not in the vocabulary and {} bytes have "
+                                "no token; Hugging Face tokenizers fails on any text holding one",
+                                unk->get<std::string>(), parts.model->missing_bytes()));
+  }
   parts.added_tokens = added_tokens_from_json(doc);
   parts.normalizer = normalizer_from_json(doc.value("normalizer", json()), "normalizer");
   parts.pre_tokenizer =

@@ -14,7 +14,7 @@ namespace titan::components::tokenizer {
 /// BOS/EOS), and `split_special_tokens: true` there stops special tokens from being matched
 /// in text. vocab_size() is the largest model or added id plus one.
 /// Throws DataError naming the file and the field at fault: unreadable file, invalid JSON, a
-/// model other than byte-level BPE (model.type, byte_fallback, dropout, subword prefix/suffix,
+/// model other than byte-level BPE (model.type, dropout, subword prefix/suffix,
 /// a decoder other than ByteLevel), an unsupported normalizer or pre-tokenizer, a merge of
 /// tokens not in the vocab, an added token with lstrip/rstrip/single_word, a BOS/EOS that is
 /// not a token.

@@ -112,6 +112,7 @@ std::unique_ptr<Tokenizer> load_tiktoken_tokenizer(const std::string& path) {
       std::make_unique<SplitPreTokenizer>(kLlama3Pattern, false, SplitBehavior::kIsolated, false);
   BpeOptions options;
   options.ignore_merges = true;
+  options.require_every_byte = true;
   std::vector<Merge> merges = merges_of(vocab);
   try {
     parts.model = std::make_unique<Bpe>(std::move(vocab), merges, options);

@@ -7,6 +7,9 @@ namespace {
 
 constexpr int64_t kVocab = 128256;
 constexpr double kTheta = 500000.0;
+// Llama 3.1's RoPE scaling with the factor given; TorchTitan (0.2.2's RoPEScalingArgs, 0.3.0's
+// ComplexRoPE with scaling="llama") gives every flavor factor 8, debugmodel included.
+RopeScaling llama3_scaling(double factor) { return RopeScaling{factor, 1.0, 4.0, 8192}; }
 
 TransformerArgs llama(int64_t dim, int64_t n_layers, int64_t n_heads, int64_t n_kv_heads,
                       double ffn_dim_multiplier, int64_t multiple_of, double rope_factor,
@@ -20,7 +23,7 @@ TransformerArgs llama(int64_t dim, int64_t n_layers, int64_t n_heads, int64_t n_
   a.ffn_dim_multiplier = ffn_dim_multiplier;
   a.multiple_of = multiple_of;
   a.rope_theta = kTheta;
-  a.rope_scaling = RopeScaling{rope_factor, 1.0, 4.0, 8192};
+  a.rope_scaling = llama3_scaling(rope_factor);
   a.tie_embeddings = tied;
   return a;
 }
@@ -32,6 +35,7 @@ TransformerArgs debugmodel() {
   a.n_heads = 16;
   a.vocab_size = 2048;
   a.rope_theta = kTheta;
+  a.rope_scaling = llama3_scaling(8.0);
   return a;
 }
 

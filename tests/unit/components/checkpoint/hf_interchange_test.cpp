@@ -363,6 +363,24 @@ TEST_F(HfInterchange, ConvertCommandBothWays) {
   r = testing::run_command(fmt::format("{} convert --to hf --output x", testing::titan_binary()));
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_NE(r.output.find("--checkpoint is required"), std::string::npos) << r.output;
+
+  // Issue 40: an existing output is not replaced silently; --overwrite replaces it.
+  const auto written = fs::last_write_time(back / "metadata.json");
+  r = testing::run_command(fmt::format("{} convert --to titan --hf_assets_path {} --output {}",
+                                       testing::titan_binary(), hf_out.string(), back.string()));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--output " + back.string() + " exists and is not empty"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(fs::last_write_time(back / "metadata.json"), written);
+  r = testing::run_command(fmt::format("{} convert --to hf --checkpoint {} --output {}",
+                                       testing::titan_binary(), step_dir.string(),
+                                       hf_out.string()));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  r = testing::run_command(
+      fmt::format("{} convert --to titan --hf_assets_path {} --output {} --overwrite",
+                  testing::titan_binary(), hf_out.string(), back.string()));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
 }  // namespace

@@ -56,10 +56,38 @@ TEST(Bpe, CachedWordsGiveTheSameIds) {
   EXPECT_EQ(first, (std::vector<int32_t>{257, 256, 'a'}));
 }
 
-TEST(Bpe, EveryByteNeedsAToken) {
+// tiktoken files must spell every byte; a Hugging Face vocabulary may lack some (hf_tokenizer
+// tests them against the Rust crate's ids).
+TEST(Bpe, EveryByteNeedsATokenWhenRequired) {
   Vocab vocab;
   vocab.add(0, "a");
-  EXPECT_THROW(Bpe(std::move(vocab), {}, {}), DataError);
+  BpeOptions tiktoken;
+  tiktoken.require_every_byte = true;
+  EXPECT_THROW(Bpe(std::move(vocab), {}, tiktoken), DataError);
+}
+
+// A missing byte is dropped (its neighbours then merge), or becomes the unknown token, one for
+// a run of them with fuse_unk.
+TEST(Bpe, MissingBytesAreDroppedOrUnknown) {
+  const auto vocab = [] {
+    Vocab v;
+    v.add(0, "a");
+    v.add(1, "b");
+    v.add(2, "ab");
+    return v;
+  };
+  const std::vector<Merge> merges = {{0, 1, 2, 0}};
+  Bpe dropped(vocab(), merges, {});
+  EXPECT_EQ(encode(dropped, "a\x01" "b"), (std::vector<int32_t>{2}));
+  EXPECT_EQ(encode(dropped, "\x01"), (std::vector<int32_t>{}));
+  BpeOptions unk;
+  unk.unk_id = 7;
+  Bpe unknown(vocab(), merges, unk);
+  EXPECT_EQ(encode(unknown, "a\x01\x02" "b"), (std::vector<int32_t>{0, 7, 7, 1}));
+  unk.fuse_unk = true;
+  Bpe fused(vocab(), merges, unk);
+  EXPECT_EQ(encode(fused, "a\x01\x02" "b"), (std::vector<int32_t>{0, 7, 1}));
+  EXPECT_EQ(dropped.missing_bytes(), 254);
 }
 
 }  // namespace

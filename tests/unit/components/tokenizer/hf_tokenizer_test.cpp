@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "support/process.h"
 #include "titan/components/tokenizer/tokenizer.h"
 #include "titan/errors.h"
 
@@ -39,7 +40,7 @@ std::vector<Reference> references(const std::string& name) {
   return rows;
 }
 
-class HfReference : public testing::TestWithParam<std::string> {};
+class HfReference : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(HfReference, EveryLineEncodesAndDecodesAsTheRustCrate) {
   const Tokenizer& tok = tokenizer(GetParam());
@@ -53,7 +54,7 @@ TEST_P(HfReference, EveryLineEncodesAndDecodesAsTheRustCrate) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Tokenizers, HfReference,
-                         testing::Values("llama3", "qwen3", "deepseek_v3"));
+                         ::testing::Values("llama3", "qwen3", "deepseek_v3"));
 
 TEST(HfTokenizer, Llama3VocabAndSpecialIds) {
   const Tokenizer& tok = tokenizer("llama3");
@@ -117,6 +118,54 @@ TEST(HfTokenizer, AddedTokensMatchLongestFirst) {
   // <|im_start|> is matched whole, not as '<|' + 'im_start' + '|>'.
   EXPECT_EQ(tok.encode("<|im_start|>"), std::vector<int32_t>{151644});
   EXPECT_EQ(tok.encode("a<|im_end|>b").size(), 3u);
+}
+
+// Vocabularies that lack bytes (tests/data/tokenizers, recorded with tokenizers 0.22.2 by
+// scripts/record_hf_tokenizer_ids.py): TorchTitan's own test tokenizer, and one constructed
+// tokenizer per way Hugging Face's BPE treats a missing byte-level character (dropped, the
+// unknown token, fused unknown tokens, byte fallback).
+class MissingBytes : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MissingBytes, LoadsAndEncodesIdForIdAsHuggingFace) {
+  const std::string dir = std::string(TITAN_SOURCE_DIR) + "/tests/data/tokenizers/" + GetParam();
+  const auto tok = load_tokenizer(dir);
+  std::ifstream in(dir + "/reference_ids.jsonl");
+  int rows = 0;
+  for (std::string line; std::getline(in, line); ++rows) {
+    const auto row = nlohmann::json::parse(line);
+    EXPECT_EQ(tok->encode(row["text"].get<std::string>()), row["ids"].get<std::vector<int32_t>>())
+        << GetParam() << ": " << row["text"].dump();
+  }
+  EXPECT_EQ(rows, 15);
+}
+
+INSTANTIATE_TEST_SUITE_P(Tokenizers, MissingBytes,
+                         ::testing::Values("torchtitan_test", "missing_bytes_drop",
+                                         "missing_bytes_unk", "missing_bytes_fuse_unk",
+                                         "missing_bytes_byte_fallback"));
+
+TEST(HfTokenizer, TorchTitansTestTokenizerTakesItsSpecialIdsFromTheConfig) {
+  const auto tok =
+      load_tokenizer(std::string(TITAN_SOURCE_DIR) + "/tests/data/tokenizers/torchtitan_test");
+  EXPECT_EQ(tok->vocab_size(), 2020);
+  EXPECT_EQ(tok->bos_id(), 2002);
+  EXPECT_EQ(tok->eos_id(), 2003);
+}
+
+TEST(HfTokenizer, AnUnknownTokenOutsideTheVocabularyIsRefusedWhenAByteNeedsIt) {
+  const auto dir = titan::testing::make_temp_dir("unk_token");
+  std::ifstream in(std::string(TITAN_SOURCE_DIR) +
+                   "/tests/data/tokenizers/missing_bytes_drop/tokenizer.json");
+  auto doc = nlohmann::json::parse(in);
+  doc["model"]["unk_token"] = "<not there>";
+  std::ofstream(dir / "tokenizer.json") << doc.dump();
+  try {
+    load_tokenizer((dir / "tokenizer.json").string());
+    ADD_FAILURE() << "loaded";
+  } catch (const DataError& e) {
+    EXPECT_NE(std::string(e.what()).find("model.unk_token: '<not there>'"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(HfTokenizer, DecodeRejectsIdsOutsideTheVocab) {

@@ -2,6 +2,9 @@
 // stories260K (Llama 2 architecture, tied) and llama3_tiny (Llama 3.1 rope scaling, untied).
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <nlohmann/json.hpp>
+
 #include "../hf_parity.h"
 #include "titan/errors.h"
 #include "titan/models/common/generate.h"
@@ -130,6 +133,66 @@ TEST(Llama3Flavors, FlopsPerTokenOf8B) {
   EXPECT_EQ(model->num_embedding_params(), embedding);
   const int64_t flops = 6 * (params - embedding) + 12 * layers * heads * head_dim * seq;
   EXPECT_EQ(model->flops_per_token(seq), flops);
+}
+
+// TorchTitan's own RoPE code (0.3.0's ComplexRoPE and 0.2.2's precompute_freqs_cis agree),
+// recorded by scripts/record_torchtitan_rope.py into tests/data/torchtitan_llama3_rope.json:
+// the formula at float64 precision to 1e-12, and the float32 values TorchTitan computes with
+// to float32 rounding (titan computes in float64: TorchTitan's float32 pow and divisions are
+// a few ulps off the exact values).
+TEST(Llama3Flavors, RopeFrequenciesAreTorchTitans) {
+  std::ifstream in(std::string(TITAN_SOURCE_DIR) + "/tests/data/torchtitan_llama3_rope.json");
+  const auto recorded = nlohmann::json::parse(in);
+  const auto& spec = train::get_train_spec("llama3");
+  ASSERT_EQ(recorded["flavors"].size(), 3u);
+  for (const auto& [flavor, entry] : recorded["flavors"].items()) {
+    auto model = spec.build_on_device(flavor, torch::kMeta);
+    const torch::Tensor got = dynamic_cast<models::Transformer&>(*model).inv_freq();
+    const auto& args = dynamic_cast<models::Transformer&>(*model).args();
+    ASSERT_TRUE(args.rope_scaling) << flavor;
+    EXPECT_EQ(args.rope_scaling->factor, entry["scaling"]["factor"].get<double>()) << flavor;
+    EXPECT_EQ(args.rope_scaling->low_freq_factor, entry["scaling"]["low_freq_factor"]) << flavor;
+    EXPECT_EQ(args.rope_scaling->high_freq_factor, entry["scaling"]["high_freq_factor"]);
+    EXPECT_EQ(args.rope_scaling->original_max_position_embeddings,
+              entry["scaling"]["original_max_position_embeddings"]);
+    EXPECT_EQ(args.rope_theta, entry["theta"].get<double>()) << flavor;
+    const auto exact =
+        torch::tensor(entry["inv_freq_float64"].get<std::vector<double>>(), torch::kFloat64);
+    const auto f32 =
+        torch::tensor(entry["inv_freq_float32"].get<std::vector<double>>(), torch::kFloat64);
+    ASSERT_EQ(got.sizes(), exact.sizes()) << flavor;
+    const double err = (got - exact).abs().max().item<double>();
+    const double err32 = ((got - f32).abs() / f32).max().item<double>();
+    report("llama3 " + flavor + " inv_freq max abs err vs TorchTitan (float64)", err);
+    report("llama3 " + flavor + " inv_freq max rel err vs TorchTitan (float32)", err32);
+    EXPECT_LE(err, 1e-12) << flavor;
+    EXPECT_LE(err32, 1e-6) << flavor;
+  }
+}
+
+// Llama 3.1's scaling travels to a Hugging Face config.json and back; a config without one
+// builds a model without scaling, and exports null.
+TEST(Llama3Flavors, HfConfigRoundTripsRopeScaling) {
+  const auto& spec = train::get_train_spec("llama3");
+  const nlohmann::json config = spec.hf_config("debugmodel");
+  EXPECT_EQ(config["rope_scaling"]["rope_type"], "llama3");
+  EXPECT_EQ(config["rope_scaling"]["factor"], 8.0);
+  auto back = dynamic_cast<models::Transformer&>(*spec.build_from_hf(config)).args();
+  ASSERT_TRUE(back.rope_scaling);
+  EXPECT_EQ(back.rope_scaling->factor, 8.0);
+  EXPECT_EQ(back.rope_scaling->high_freq_factor, 4.0);
+  EXPECT_EQ(back.rope_scaling->original_max_position_embeddings, 8192);
+  EXPECT_EQ(spec.hf_config("1B")["rope_scaling"]["factor"], 32.0);
+
+  nlohmann::json plain = config;
+  plain["rope_scaling"] = nullptr;
+  auto model = spec.build_from_hf(plain);
+  auto& transformer = dynamic_cast<models::Transformer&>(*model);
+  EXPECT_FALSE(transformer.args().rope_scaling);
+  EXPECT_TRUE(models::hf_config_from_args(transformer.args(), "llama", "LlamaForCausalLM")
+                  ["rope_scaling"].is_null());
+  // Unscaled frequencies: theta^(-2i/16).
+  EXPECT_NEAR(transformer.inv_freq()[7].item<double>(), std::pow(500000.0, -14.0 / 16.0), 1e-18);
 }
 
 TEST(Llama3Flavors, UnknownFlavorNamesTheValidOnes) {

@@ -24,13 +24,19 @@ torch::Tensor token_major(const torch::Tensor& like, int64_t width, bool zero) {
   return (zero ? torch::zeros(shape, opts) : torch::empty(shape, opts)).transpose(1, 2);
 }
 
+// The first float of (batch b, head h) of t [B, heads, S, D] (pointer arithmetic: indexing
+// t[b][h] runs an aten::select per call, thousands a step).
+float* head_rows(const torch::Tensor& t, int64_t b, int64_t h) {
+  return t.data_ptr<float>() + b * t.stride(0) + h * t.stride(1);
+}
+
 // (batch b, head h)'s rows of q, and its key/value head's of k and v.
 AttentionHead head_of(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                       int64_t b, int64_t h, double scale) {
   const int64_t kv = h / (q.size(1) / k.size(1));
-  return {q[b][h].data_ptr<float>(),  q.stride(2),     k[b][kv].data_ptr<float>(),
-          k.stride(2),                v[b][kv].data_ptr<float>(), v.stride(2),
-          q.size(3),                  v.size(3),       static_cast<float>(scale)};
+  return {head_rows(q, b, h),  q.stride(2), head_rows(k, b, kv), k.stride(2),
+          head_rows(v, b, kv), v.stride(2), q.size(3),           v.size(3),
+          static_cast<float>(scale)};
 }
 
 struct CausalAttentionFn : public torch::autograd::Function<CausalAttentionFn> {
@@ -47,8 +53,8 @@ struct CausalAttentionFn : public torch::autograd::Function<CausalAttentionFn> {
         const int64_t bh = t / tasks_per_head, begin = t % tasks_per_head * kRowsPerTask;
         const int64_t b = bh / H, h = bh % H;
         attention_forward_rows(head_of(q, k, v, b, h, scale), begin,
-                               std::min(S, begin + kRowsPerTask), out[b][h].data_ptr<float>(),
-                               out.stride(2), lse[b][h].data_ptr<float>());
+                               std::min(S, begin + kRowsPerTask), head_rows(out, b, h),
+                               out.stride(2), lse.data_ptr<float>() + (b * H + h) * S);
       }
     });
     ctx->save_for_backward({q, k, v, out, lse});
@@ -75,11 +81,16 @@ struct CausalAttentionFn : public torch::autograd::Function<CausalAttentionFn> {
       for (int64_t t = first; t < last; ++t) {
         const int64_t b = t / Hkv, kv = t % Hkv;
         for (int64_t h = kv * group; h < (kv + 1) * group; ++h) {
-          const AttentionHeadGrads g{dout[b][h].data_ptr<float>(),  dout.stride(2),
-                                     lse[b][h].data_ptr<float>(),   delta[b][h].data_ptr<float>(),
-                                     dq[b][h].data_ptr<float>(),    dq.stride(2),
-                                     dk[b][kv].data_ptr<float>(),   dk.stride(2),
-                                     dv[b][kv].data_ptr<float>(),   dv.stride(2)};
+          const AttentionHeadGrads g{head_rows(dout, b, h),
+                                     dout.stride(2),
+                                     lse.data_ptr<float>() + (b * H + h) * S,
+                                     delta.data_ptr<float>() + (b * H + h) * S,
+                                     head_rows(dq, b, h),
+                                     dq.stride(2),
+                                     head_rows(dk, b, kv),
+                                     dk.stride(2),
+                                     head_rows(dv, b, kv),
+                                     dv.stride(2)};
           attention_backward_head(head_of(q, k, v, b, h, scale), S, g);
         }
       }

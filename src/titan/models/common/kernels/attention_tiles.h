@@ -1,9 +1,10 @@
 // The loops of compile mode's attention kernel (kernels/attention.h) over one head, in float32:
 // FlashAttention-2's tiling (Dao 2023, arXiv:2307.08691) on the CPU, 64 queries by 64 keys a
 // tile, the scores of one tile in a per-thread buffer and never more. Each tile's products are
-// register-blocked 8 x 32 (or 8 x 16) vector loops and its exponentials a vectorised Cephes
-// polynomial. Compiled for x86-64-v4 (AVX-512), x86-64-v3 (AVX2 + FMA) and baseline x86-64, the
-// best the CPU runs chosen when the program loads (GCC's target_clones).
+// register-blocked vector loops sized to the instruction set's registers (AVX-512: 8 rows x 32
+// columns; AVX2: 6 x 16; SSE: 6 x 8) and its exponentials a vectorised Cephes polynomial.
+// Compiled once per variant (x86-64-v4, x86-64-v3, baseline x86-64); kernel_isa() (cpu_isa.h)
+// picks the one that runs.
 #pragma once
 
 #include <cstdint>

@@ -2,7 +2,8 @@
 // mask) v, forward and the three input gradients: float32 to 3e-6 relative (of the largest
 // magnitude), bfloat16 to 2e-2 of eager's bfloat16 kernel. Shapes cover partial tiles (S 150
 // over 64-row tiles), grouped key/value heads, head widths off the 16-float vectors (Dh 20) and
-// MLA's narrower values (Dv 12), and the strided q, k, v the model passes.
+// MLA's narrower values (Dv 12), and the strided q, k, v the model passes; in every vector
+// variant the CPU runs (baseline SSE, AVX2, AVX-512).
 #include "titan/models/common/kernels/attention.h"
 
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 
 #include "support/relative_error.h"
 #include "titan/models/common/causal_attention.h"
+#include "titan/models/common/kernels/cpu_isa.h"
 
 namespace titan::models::kernels {
 namespace {
@@ -60,10 +62,22 @@ std::vector<torch::Tensor> inputs(const Shape& s) {
           torch::randn({s.B, s.H, s.S, s.Dv}, f64)};
 }
 
-TEST(AttentionKernel, MatchesTheFloat64CompositionOnPartialTilesAndGroupedHeads) {
+// Every variant this CPU runs (cpu_isa.h: baseline SSE, AVX2, AVX-512), each forced in turn.
+class AttentionVariant : public ::testing::TestWithParam<CpuIsa> {
+ protected:
+  void SetUp() override {
+    before_ = kernel_isa();
+    set_kernel_isa(GetParam());
+  }
+  void TearDown() override { set_kernel_isa(before_); }
+  CpuIsa before_ = CpuIsa::kBaseline;
+};
+
+TEST_P(AttentionVariant, MatchesTheFloat64CompositionOnPartialTilesAndGroupedHeads) {
   torch::manual_seed(3);
   for (const Shape& s : {Shape{2, 4, 2, 150, 20, 20}, Shape{1, 2, 2, 200, 16, 16},
-                         Shape{1, 3, 3, 70, 24, 12}, Shape{1, 2, 1, 5, 16, 16}}) {
+                         Shape{1, 3, 3, 70, 24, 12}, Shape{1, 2, 1, 5, 16, 16},
+                         Shape{1, 2, 2, 130, 40, 36}}) {
     const auto in = inputs(s);
     const double scale = 1.0 / std::sqrt(double(s.Dh));
     const auto want = run(in[0], in[1], in[2], in[3], [scale](auto& q, auto& k, auto& v) {
@@ -78,6 +92,10 @@ TEST(AttentionKernel, MatchesTheFloat64CompositionOnPartialTilesAndGroupedHeads)
     EXPECT_EQ(got.out.scalar_type(), torch::kFloat) << what;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Isas, AttentionVariant,
+                         ::testing::ValuesIn(supported_isas()),
+                         [](const auto& info) { return std::string(isa_name(info.param)); });
 
 TEST(AttentionKernel, Bfloat16FollowsTheEagerKernel) {
   torch::manual_seed(4);
