@@ -183,7 +183,8 @@ TEST(Launcher, UnknownOrOutOfRangeEnvironmentValuesAreRefusedByName) {
                         Case{"LOG_RANK=5", "LOG_RANK='5' names rank 5, but the world has 2 ranks"},
                         Case{"LOG_RANK=0,2", "LOG_RANK='0,2' names rank 2"},
                         Case{"LOG_RANK=abc", "LOG_RANK='abc' must be all or ranks separated"},
-                        Case{"LOG_RANK=0,,1", "LOG_RANK='0,,1' must be all"}}) {
+                        Case{"LOG_RANK=0,,1", "LOG_RANK='0,,1' must be all"},
+                        Case{"LOG_RANK=' 1'", "LOG_RANK=' 1' must be all"}}) {
     auto dir = testing::make_temp_dir("titan_badenv");
     auto r = run_command(c.env + " NGPU=2 " + titan_binary() +
                          " launch --worker comm-check --job.dump_folder " + dir.string());
@@ -191,6 +192,20 @@ TEST(Launcher, UnknownOrOutOfRangeEnvironmentValuesAreRefusedByName) {
     EXPECT_NE(r.output.find(c.message), std::string::npos) << c.env << "\n" << r.output;
     EXPECT_FALSE(std::filesystem::exists(dir / "logs")) << c.env << ": a worker started";
   }
+}
+
+// An empty LOG_RANK is LOG_RANK unset (it had silenced every rank); MODULE and CONFIG apply to
+// titan launch as to run_train.sh (a CONFIG had been ignored there).
+TEST(Launcher, EmptyLogRankIsTheDefaultAndModuleAndConfigApply) {
+  auto dir = testing::make_temp_dir("titan_logrank_empty");
+  auto r = run_command("LOG_RANK= NGPU=2 " + titan_binary() +
+                       " launch --worker comm-check --job.dump_folder " + dir.string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("[rank0]:[titan]"), std::string::npos) << r.output;
+  auto dry = run_command("COMM_MODE=fake_backend MODULE=qwen3 CONFIG=qwen3_moe_debugmodel NGPU=2 " +
+                         titan_binary() + " launch");
+  EXPECT_EQ(dry.exit_code, 0) << dry.output;
+  EXPECT_NE(dry.output.find("qwen3 debugmodel_moe"), std::string::npos) << dry.output;
 }
 
 // Issue 40: rank logs are appended across runs; each run starts with a header line, and the

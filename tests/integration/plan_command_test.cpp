@@ -53,6 +53,7 @@ TEST(PlanCommand, ExplainsWholeNodesAndRefusesZeroRanksPerNode) {
             std::string::npos)
       << r.output;
   EXPECT_NE(r.output.find("the next is --world 64"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("| fsdp63 |"), std::string::npos) << r.output;  // sharded in the node
   EXPECT_EQ(plan("--config llama3_8b --world 64 --device trn2").output.find("note: --world"),
             std::string::npos);
   const auto zero = plan("--config llama3_8b --world 64 --device trn2 --ranks_per_node 0");

@@ -77,8 +77,8 @@ void write_plot(const tools::RunRecord& a, const tools::RunRecord& b,
                 const tools::RunComparison& comparison, const fs::path& path) {
   std::string label_a = folder_name(a.folder), label_b = folder_name(b.folder);
   if (label_a == label_b) label_a = a.folder.string(), label_b = b.folder.string();
-  std::vector<tools::PlotPanel> panels = {{"loss", {{label_a + " (A)", {}}, {label_b + " (B)", {}}}},
-                                          {"grad_norm", {{label_a + " (A)", {}}, {label_b + " (B)", {}}}}};
+  const std::vector<tools::PlotSeries> runs = {{label_a + " (A)", {}}, {label_b + " (B)", {}}};
+  std::vector<tools::PlotPanel> panels = {{"loss", runs}, {"grad_norm", runs}};
   for (const auto* run : {&a, &b}) {
     const size_t i = run == &a ? 0 : 1;
     for (const auto& p : run->points) {

@@ -7,6 +7,7 @@
 
 #include "titan/cli/commands.h"
 #include "titan/cli/flags.h"
+#include "titan/components/checkpoint/file_io.h"
 #include "titan/components/checkpoint/hf_folder.h"
 #include "titan/components/checkpoint/hf_interchange.h"
 #include "titan/config/named_configs.h"
@@ -62,7 +63,12 @@ int to_hf(const Flags& flags) {
   options.max_shard_bytes = static_cast<uint64_t>(max_bytes);
   const std::string& checkpoint = flags.required("checkpoint");
   const std::string& output = flags.required("output");
-  ckpt::export_checkpoint_to_hf(checkpoint, output, options);
+  // Written beside, then put in place: --overwrite replaces the folder (no stale shards stay),
+  // and a failed export leaves the old one as it was.
+  const std::string tmp = output + ".tmp";
+  std::filesystem::remove_all(tmp);
+  ckpt::export_checkpoint_to_hf(checkpoint, tmp, options);
+  ckpt::replace_directory(tmp, output);
   std::cout << fmt::format("wrote Hugging Face folder {} from {}\n", output, checkpoint);
   return 0;
 }

@@ -2,6 +2,7 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -28,9 +29,8 @@ constexpr const char* kLaunchUsage =
     "  NNODES         nodes (default 1)\n"
     "  NODE_RANK      this node (else OMPI_COMM_WORLD_RANK or SLURM_NODEID; default 0)\n"
     "  RDZV_ENDPOINT  host:port of the rendezvous store (required when NNODES > 1)\n"
-    "  MODULE         model family, e.g. llama3 or a dotted name (run_train.sh; default llama3)\n"
-    "  CONFIG         named config or .toml file (run_train.sh; default <MODULE>_debugmodel,\n"
-    "                 as titan's --config)\n"
+    "  MODULE         model family, e.g. llama3 or a dotted name (default llama3; --module wins)\n"
+    "  CONFIG         named config or .toml file (default <MODULE>_debugmodel; --config wins)\n"
     "  LOG_RANK       ranks echoed to the console: 0, 0,3 or all (default: the rank that logs\n"
     "                 the step line, the first of the last pipeline stage; 0 without one)\n"
     "  MAX_RESTARTS   times to start every worker again after one fails (default 0; not for\n"
@@ -82,6 +82,14 @@ int launch_command(const Args& all_args) {
       args.push_back(all_args[i]);
     }
   }
+  // run_train.sh's MODULE and CONFIG apply to a launch whose command line does not name them.
+  for (const auto& [variable, flag] :
+       {std::pair{"CONFIG", "--config"}, std::pair{"MODULE", "--module"}}) {
+    const char* value = std::getenv(variable);
+    if (value && *value && std::find(args.begin(), args.end(), flag) == args.end()) {
+      args.insert(args.begin(), {flag, value});
+    }
+  }
   auto cli = config::parse_command_line(args);
   if (cli.help) {
     std::cout << kLaunchUsage << "\n" << config::help_text();
@@ -98,7 +106,8 @@ int launch_command(const Args& all_args) {
     auto dims = distributed::ParallelDims::from_config(job.parallelism, options.world_size());
     train::check_trainable(job, dims);
     note_missing_baseline(job, dims);
-    if (!std::getenv("LOG_RANK")) options.log_rank = std::to_string(train::metrics_rank(job, dims));
+    const char* log_rank = std::getenv("LOG_RANK");
+    if (!log_rank || !*log_rank) options.log_rank = std::to_string(train::metrics_rank(job, dims));
   }
   options.dump_folder = job.job.dump_folder;
   options.init_timeout = std::chrono::seconds(job.comm.init_timeout_seconds);

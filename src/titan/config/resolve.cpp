@@ -212,12 +212,19 @@ std::string base_config_name(const CommandLine& cli) {
   return cli.config_name.empty() ? default_config_name(cli) : cli.config_name;
 }
 
-std::string describe_compute(const JobConfig& c) {
+std::string describe_compute(const JobConfig& c, const std::string& compute_dtype) {
   std::string ac = c.activation_checkpoint.mode;
   if (ac == "selective") ac += " (" + c.activation_checkpoint.selective_ac_option + ")";
+  const std::string compile =
+      c.compile.enable ? fmt::format("on ({})", fmt::join(c.compile.components, ", ")) : "off";
+  const std::string& param = c.training.mixed_precision_param;
+  const std::string dtype =
+      compute_dtype.empty() || compute_dtype == param
+          ? param
+          : fmt::format("{} (training.mixed_precision_param {} does not apply to this layout)",
+                        compute_dtype, param);
   return fmt::format("{} {}, parameters in {}, activation checkpointing {}, compile {}",
-                     c.model.name, c.model.flavor, c.training.mixed_precision_param, ac,
-                     c.compile.enable ? fmt::format("on ({})", fmt::join(c.compile.components, ", ")) : "off");
+                     c.model.name, c.model.flavor, dtype, ac, compile);
 }
 
 JobConfig resolve(const CommandLine& cli) {

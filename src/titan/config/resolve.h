@@ -37,8 +37,10 @@ std::string default_config_name(const CommandLine& cli);
 std::string base_config_name(const CommandLine& cli);
 
 /// What a run computes, for banners and the log header: "llama3 debugmodel, parameters in
-/// float32, activation checkpointing none, compile off".
-std::string describe_compute(const JobConfig& config);
+/// float32, activation checkpointing none, compile off". `compute_dtype`, when given, is the
+/// dtype the layout computes in, named instead of training.mixed_precision_param (which it
+/// says does not apply when they differ).
+std::string describe_compute(const JobConfig& config, const std::string& compute_dtype = "");
 
 /// Resolves the layers described by `cli` (from base_config_name(cli)) and validates the
 /// result (see validate()).

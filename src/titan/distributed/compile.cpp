@@ -81,6 +81,8 @@ bool compiles(const config::CompileSection& compile, const std::string& componen
 }
 
 void check_compile(const config::CompileSection& compile) {
+  // A TITAN_KERNEL_ISA this CPU cannot run (or misspelt) is refused before a worker starts.
+  if (compiles(compile, "model")) models::kernels::kernel_isa();
   if (compiles(compile, "model") && platform::visible_gpus() > 0) {
     throw ConfigError(
         "compile.enable with compile.components \"model\": the fused kernels run on the CPU; "

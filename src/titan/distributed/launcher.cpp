@@ -79,9 +79,9 @@ std::string checked_log_rank(const std::string& spec, const LaunchOptions& o) {
   if (spec == "all") return spec;
   std::stringstream items(spec);
   for (std::string item; std::getline(items, item, ',');) {
-    char* end = nullptr;
-    const long rank = std::strtol(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || rank < 0) {
+    const bool digits = !item.empty() && item.find_first_not_of("0123456789") == std::string::npos;
+    const long rank = digits ? std::strtol(item.c_str(), nullptr, 10) : -1;
+    if (rank < 0) {
       throw ConfigError(fmt::format("LOG_RANK='{}' must be all or ranks separated by commas "
                                     "(e.g. 0 or 0,3)",
                                     spec));
@@ -477,7 +477,7 @@ LaunchOptions LaunchOptions::from_env() {
     throw ConfigError("RDZV_ENDPOINT=host:port is required when NNODES > 1 (every node must "
                       "reach the same rendezvous store)");
   }
-  if (const char* lr = std::getenv("LOG_RANK")) o.log_rank = checked_log_rank(lr, o);
+  if (const char* lr = std::getenv("LOG_RANK"); lr && *lr) o.log_rank = checked_log_rank(lr, o);
   o.max_restarts = env_int("MAX_RESTARTS", 0);
   if (const char* mode = std::getenv("COMM_MODE"); mode && *mode) {
     if (std::string(mode) != "fake_backend") {

@@ -42,8 +42,10 @@ std::unique_ptr<spdlog::formatter> make_formatter(const std::string& prefix) {
 }
 
 std::shared_ptr<spdlog::logger>& logger() {
+  // Before init(): a utility command's (tokenize, generate) warnings go to stderr, so that its
+  // stdout stays the result alone.
   static std::shared_ptr<spdlog::logger> instance = [] {
-    auto sink = std::make_shared<spdlog::sinks::stdout_sink_mt>();
+    auto sink = std::make_shared<spdlog::sinks::stderr_sink_mt>();
     auto l = std::make_shared<spdlog::logger>("titan", sink);
     l->set_formatter(make_formatter(""));
     return l;

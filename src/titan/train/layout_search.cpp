@@ -99,7 +99,8 @@ std::vector<LayoutProposal> propose_layouts(const config::JobConfig& job, int wo
       for (int64_t tp = 1; tp <= device.max_tp && pp * tp <= world; tp *= 2) {
         if (world % (pp * tp) != 0) continue;
         const int64_t dp = world / (pp * tp);
-        const int64_t in_node = std::max<int64_t>(1, device.ranks_per_node / tp);
+        const int64_t node = std::min<int64_t>(device.ranks_per_node, world);  // ranks in one
+        const int64_t in_node = std::max<int64_t>(1, node / tp);
         const int64_t shard = across_nodes ? dp : std::gcd(dp, in_node);
         if (across_nodes && shard <= in_node) continue;  // already tried inside a node
         config::JobConfig candidate = job;

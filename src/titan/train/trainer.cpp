@@ -300,7 +300,8 @@ void Trainer::log_header() {
   log::info("Model {} {}: {} parameters{}, {} FLOPs per token at seq_len {}", job_.model.name,
             job_.model.flavor, components::with_commas(num_params_), active,
             components::with_commas(flops_per_token_), job_.training.seq_len);
-  log::info("Computing {}", config::describe_compute(job_));
+  log::info("Computing {}", config::describe_compute(
+                                job_, compute_dtype_ == torch::kBFloat16 ? "bfloat16" : "float32"));
   const char* dtype = compute_dtype_ == torch::kBFloat16 ? "bf16" : "fp32";
   const std::string device = platform::device_name(device_);
   log::info("Device {} ({}) with {:.2f}GiB memory", device_.str(), device,

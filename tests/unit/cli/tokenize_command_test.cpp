@@ -34,6 +34,14 @@ TEST(TokenizeCommand, PrintsIdsAsOneJsonArray) {
   EXPECT_EQ(nlohmann::json::parse(r.out), nlohmann::json({9906, 1917}));
 }
 
+// A tokenizer whose vocabulary lacks bytes warns, on stderr: stdout stays the JSON array alone.
+TEST(TokenizeCommand, WarningsStayOffStdout) {
+  Result r = tokenize("--tokenizer " + std::string(TITAN_SOURCE_DIR) +
+                      "/tests/data/tokenizers/torchtitan_test --text 'ab cd'");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out, "[97,98,99,100]\n");
+}
+
 TEST(TokenizeCommand, ReadsAFile) {
   const auto path = std::filesystem::temp_directory_path() / "titan_tokenize_command_test.txt";
   std::ofstream(path) << "Hi";

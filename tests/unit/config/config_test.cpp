@@ -70,6 +70,11 @@ TEST(Config, WithoutConfigTheFamilysDebugConfigApplies) {
                                            "selective"})),
             "llama3 debugmodel, parameters in float32, activation checkpointing selective (2), "
             "compile on (model, loss)");
+  // A layout that computes in another dtype than the key asks (bf16 on one rank) says so.
+  EXPECT_EQ(describe_compute(resolve_args({"--training.mixed_precision_param", "bfloat16"}),
+                             "float32"),
+            "llama3 debugmodel, parameters in float32 (training.mixed_precision_param bfloat16 "
+            "does not apply to this layout), activation checkpointing none, compile off");
 }
 
 // Issue 40: the shipped debug configs validate 10 batches (TorchTitan's debug config), not the

@@ -203,6 +203,7 @@ CheckpointMetadata metadata_from_json(const nlohmann::json& j, const std::string
 
 CheckpointMetadata read_metadata(const std::string& step_dir) {
   const std::string path = (fs::path(step_dir) / kMetadataFile).string();
+  if (!fs::is_directory(step_dir)) bad(step_dir, "no such checkpoint folder");
   std::ifstream in(path);
   if (!in) {
     bad(path, "missing: the checkpoint is incomplete or not a titan checkpoint");

@@ -377,6 +377,13 @@ TEST_F(HfInterchange, ConvertCommandBothWays) {
                                        testing::titan_binary(), step_dir.string(),
                                        hf_out.string()));
   EXPECT_EQ(r.exit_code, 2) << r.output;
+  // --overwrite replaces the folder: the sharded export's files do not stay beside one file.
+  r = testing::run_command(fmt::format("{} convert --to hf --checkpoint {} --output {} --overwrite",
+                                       testing::titan_binary(), step_dir.string(),
+                                       hf_out.string()));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_TRUE(fs::exists(hf_out / "model.safetensors"));
+  EXPECT_FALSE(fs::exists(hf_out / "model.safetensors.index.json"));
   r = testing::run_command(
       fmt::format("{} convert --to titan --hf_assets_path {} --output {} --overwrite",
                   testing::titan_binary(), hf_out.string(), back.string()));
