@@ -9,8 +9,14 @@ forward-backward time each rank waited for its peers (the measured bubble plus t
 from the line titan logs at the end) and the schedule's simulated bubble (every forward 1,
 backward 2, transfers free), next to (p - 1) / (m + p - 1).
 
+ZBVZeroBubble runs twice: with the even split (TorchTitan's: the first and last stages one block
+fewer; in the V both sit on rank 0, which then holds 2 of the 6 blocks and the output) and with
+the split that gives each rank Interleaved1F1B's even split's work (3 blocks on one rank, 3 and
+the output on the other), so that the two schedules compare at the same balance.
+
 Usage: bench/pipeline_schedules.py [--pp 2] [--seq-len 512] [--local-batch 8]
            [--microbatch 1] [--steps 6] [--titan build/titan] [--out results.jsonl]
+           [--runs "Interleaved1F1B,ZBV balanced"]
 Standard library only; one process per rank, one thread each (OMP_NUM_THREADS=1).
 """
 import argparse
@@ -23,7 +29,11 @@ import sys
 import tempfile
 
 SCHEDULES = ["GPipe", "1F1B", "Interleaved1F1B", "ZBVZeroBubble"]
-MEMORY = re.compile(r"step: (\d+) .* memory: ([0-9.]+)GiB")
+# llama3 debugmodel's 6 blocks in a V of 4 stages, rank 0 (stages 0 and 3) with 3 blocks and the
+# output, rank 1 with 3 blocks: Interleaved1F1B's balance under its even split, mirrored.
+ZBV_BALANCED = ("tok_embeddings,layers.0,layers.1;layers.2,layers.3;layers.4;"
+                "layers.5,norm,output")
+MEMORY = re.compile(r"step: (\d+)(?:/\d+)? .* memory: ([0-9.]+)GiB")
 WAITED = re.compile(r"Pipeline rank (\d+): waited for its peers ([0-9.]+) s of ([0-9.]+) s .* "
                     r"simulated bubble is ([0-9.]+)%")
 
@@ -67,17 +77,24 @@ def main():
     p.add_argument("--microbatch", type=int, default=1)
     p.add_argument("--steps", type=int, default=6)
     p.add_argument("--titan", default="build/titan")
+    p.add_argument("--runs", help="comma-separated run names to keep (default: all)")
     p.add_argument("--out")
     args = p.parse_args()
     m = args.local_batch // args.microbatch
     results = [run(args, "FSDP", ["--training.local_batch_size",
                                   str(args.local_batch // args.pp)])]
-    for s in SCHEDULES:
-        results.append(run(args, s, [
+    runs = [(s, s, []) for s in SCHEDULES]
+    if args.pp == 2:
+        runs.append(("ZBV balanced", "ZBVZeroBubble",
+                     ["--parallelism.module_fqns_per_model_part", ZBV_BALANCED]))
+    if args.runs:
+        runs = [r for r in runs if r[0] in args.runs.split(",")]
+    for name, s, extra in runs:
+        results.append(run(args, name, [
             "--training.local_batch_size", str(args.local_batch),
             "--parallelism.pipeline_parallel_degree", str(args.pp),
             "--parallelism.pipeline_parallel_schedule", s,
-            "--parallelism.pipeline_parallel_microbatch_size", str(args.microbatch)]))
+            "--parallelism.pipeline_parallel_microbatch_size", str(args.microbatch)] + extra))
     theory = 100 * (args.pp - 1) / (m + args.pp - 1)
     print(f"llama3 debugmodel, seq {args.seq_len}, global batch {args.local_batch}, "
           f"{args.pp} ranks, {m} microbatches of {args.microbatch}; (p-1)/(m+p-1) = "

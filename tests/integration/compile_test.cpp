@@ -5,7 +5,8 @@
 // FSDP 2 (vocab-parallel fused loss) and PP 2 (1F1B, full checkpointing on the compile side;
 // llama3 also ZBVZeroBubble, whose split backward runs each fused kernel's backward twice: the
 // input pass, then the weight pass);
-// qwen3 in the same four layouts (its 151,936 vocabulary makes a run 4x llama3's);
+// qwen3 in the same four layouts for 10 steps (its 151,936 vocabulary makes a step 4x
+// llama3's; step 9 is the one that tests its rounding hardest, see below);
 // DeepSeek-V3 (MLA's interleaved RoPE and latent norms, sigmoid group-limited routing) on 1 rank
 // and Qwen3-MoE's small debug model at expert parallel 2 (the fused routing around the
 // all-to-all), 6 steps each.
@@ -75,7 +76,7 @@ TEST(CompileMode, Llama3MatchesEagerInEveryLayout) {
 }
 
 TEST(CompileMode, Qwen3MatchesEagerInEveryLayout) {
-  expect_compile_matches_eager("--module qwen3 --config qwen3_debugmodel ", all_layouts(), 1e-5, 20,
+  expect_compile_matches_eager("--module qwen3 --config qwen3_debugmodel ", all_layouts(), 1e-5, 10,
                                5e-5);
 }
 

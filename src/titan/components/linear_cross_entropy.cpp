@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "titan/platform/autograd_state.h"
+#include "titan/platform/deferred_weight_grad.h"
 
 namespace titan::components {
 namespace {
@@ -149,12 +150,14 @@ using OptionsPtr = c10::intrusive_ptr<platform::AutogradState<LinearCrossEntropy
 // Forward computes the gradients of the summed loss; backward scales them by the upstream one.
 // The weight's gradient (the whole output projection's, 0.6 GiB for Qwen3's vocabulary) is
 // handed over and scaled in place, so it exists once: backward takes it out of the context the
-// first time the engine asks for it. A zero-bubble pipeline runs this backward twice, the input
-// pass (which does not ask for the weight's gradient) and then the weight pass.
+// first time the engine asks for it, or to a zero-bubble weight pass when the input pass runs
+// this backward without asking for it.
 struct LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& hidden,
                                const torch::Tensor& weight, const torch::Tensor& labels,
-                               const OptionsPtr& options) {
+                               const OptionsPtr& options,
+                               const platform::DeferredWeightGradPtr& slot) {
+    platform::save_slot(ctx, slot);
     auto t = tokens_of(hidden, weight, labels, options->value);
     const auto sums = weight.options().dtype(t.softmax_dtype);
     auto dx = torch::zeros(t.x.sizes(), sums);       // dx: [N, D]
@@ -175,15 +178,21 @@ struct LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy>
     };
     // Summed and scaled in float32, rounded once, as the eager cross-entropy's backward does.
     variable_list out = {(dx * g).to(dtype("hidden_dtype")), torch::Tensor(), torch::Tensor(),
-                         torch::Tensor()};
+                         torch::Tensor(), torch::Tensor()};
+    // Scaled in place when handed over: it exists once.
+    const auto scaled = [g, weight_dtype = dtype("weight_dtype")](torch::Tensor dw) {
+      return dw.mul_(g).to(weight_dtype);
+    };
+    auto kept = ctx->saved_data.find("dw");
     if (ctx->needs_input_grad(1)) {
-      auto taken = ctx->saved_data.find("dw");
-      TORCH_CHECK(taken != ctx->saved_data.end(),
+      TORCH_CHECK(kept != ctx->saved_data.end(),
                   "the fused loss's weight gradient was already handed over: its backward gives "
                   "it once");
-      auto dw = taken->second.toTensor();
-      ctx->saved_data.erase(taken);
-      out[1] = dw.mul_(g).to(dtype("weight_dtype"));
+      auto dw = kept->second.toTensor();
+      ctx->saved_data.erase(kept);
+      out[1] = scaled(dw);
+    } else if (kept != ctx->saved_data.end()) {  // an input pass: the weight pass may take it
+      platform::weight_grad(ctx, 1, [scaled, dw = kept->second.toTensor()] { return scaled(dw); });
     }
     return out;
   }
@@ -207,7 +216,9 @@ torch::Tensor linear_cross_entropy_sum(const torch::Tensor& hidden, const torch:
   auto resolved = options;
   if (resolved.vocab_group && resolved.vocab_group->size() == 1) resolved.vocab_group = nullptr;
   if (torch::GradMode::is_enabled() && (hidden.requires_grad() || weight.requires_grad())) {
-    return LinearCrossEntropy::apply(hidden, weight, labels, platform::autograd_state(resolved));
+    return platform::apply_deferrable<LinearCrossEntropy>(/*weight_input=*/1, hidden, weight,
+                                                          labels,
+                                                          platform::autograd_state(resolved));
   }
   return blocked_loss(tokens_of(hidden, weight, labels, resolved), resolved.vocab_group, nullptr,
                       nullptr);

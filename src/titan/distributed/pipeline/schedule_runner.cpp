@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 
@@ -84,9 +85,12 @@ std::vector<models::PartRange> ScheduleRunner::local_pieces() const {
 void ScheduleRunner::attach(std::vector<ModelPart*> parts) {
   const auto ids = plan_.schedule.stages_of_rank(rank_);
   if (parts.size() != ids.size()) throw std::logic_error("one model part per local stage");
+  const auto& actions = plan_.schedule.actions.at(rank_);
+  const bool split = std::any_of(actions.begin(), actions.end(),
+                                 [](const Action& a) { return a.op == Op::BackwardWeight; });
   for (size_t i = 0; i < ids.size(); ++i) {
     stages_[ids[i]] =
-        std::make_unique<PipelineStage>(ids[i], plan_.schedule.num_stages, *parts[i]);
+        std::make_unique<PipelineStage>(ids[i], plan_.schedule.num_stages, *parts[i], split);
   }
 }
 

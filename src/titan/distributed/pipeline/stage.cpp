@@ -2,12 +2,17 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <optional>
 #include <stdexcept>
+#include <utility>
+
+#include "titan/platform/logging.h"
 
 namespace titan::distributed::pipeline {
 
-PipelineStage::PipelineStage(int index, int num_stages, ModelPart& part)
-    : index_(index), num_stages_(num_stages), part_(part) {}
+PipelineStage::PipelineStage(int index, int num_stages, ModelPart& part, bool split_backward)
+    : index_(index), num_stages_(num_stages), part_(part), split_backward_(split_backward) {}
 
 PipelineStage::InFlight& PipelineStage::in_flight(int mb, const char* action) {
   auto it = in_flight_.find(mb);
@@ -23,10 +28,16 @@ torch::Tensor PipelineStage::forward(int mb, const torch::Tensor& input,
                                      const torch::Tensor& labels, double loss_divisor) {
   InFlight f;
   f.input = is_first() ? input : input.detach().requires_grad_(true);
+  std::optional<platform::WeightGradRecorder::Recording> recording;
+  if (split_backward_) {
+    f.deferred = std::make_unique<platform::WeightGradRecorder>();
+    recording.emplace(*f.deferred);
+  }
   f.output = is_last() ? part_.forward_loss_sum(f.input, labels) / loss_divisor
                         : part_.model().forward(f.input);  // [mb, S', dim]
-  in_flight_[mb] = f;
-  return f.output;
+  auto output = f.output;
+  in_flight_[mb] = std::move(f);
+  return output;
 }
 
 torch::Tensor PipelineStage::evaluate(const torch::Tensor& input, const torch::Tensor& labels) {
@@ -44,16 +55,35 @@ torch::Tensor PipelineStage::backward(int mb, const torch::Tensor& output_grad, 
     return input_grad;
   }
   f.output_grad = output_grad;
-  if (is_first()) return torch::Tensor();
-  return torch::autograd::grad({f.output}, {f.input}, grads, /*retain_graph=*/true)[0];
+  if (!f.deferred) throw std::logic_error("pipeline stage: an input backward in a schedule "
+                                          "without weight backwards");
+  if (!is_first()) {
+    return torch::autograd::grad({f.output}, {f.input}, grads, /*retain_graph=*/true)[0];
+  }
+  f.input_pass_params = f.deferred->undeferrable(f.output, part_.parameters());
+  if (!f.input_pass_params.empty()) {
+    torch::autograd::backward({f.output}, grads, /*retain_graph=*/true, /*create_graph=*/false,
+                              f.input_pass_params);
+  }
+  return torch::Tensor();
 }
 
 void PipelineStage::backward_weight(int mb) {
   auto& f = in_flight(mb, "weight backward");
-  std::vector<torch::Tensor> grads;
-  if (!is_last()) grads.push_back(f.output_grad);
-  torch::autograd::backward({f.output}, grads, /*retain_graph=*/false, /*create_graph=*/false,
-                            part_.parameters());
+  std::vector<torch::Tensor> params;  // those I has not given their gradients
+  for (const auto& p : part_.parameters()) {
+    const bool done = std::any_of(f.input_pass_params.begin(), f.input_pass_params.end(),
+                                  [&](const torch::Tensor& q) { return q.is_same(p); });
+    if (!done) params.push_back(p);
+  }
+  const auto counts = f.deferred->backward(f.output, f.output_grad, params);
+  if (!weight_pass_logged_) {
+    log::info("Pipeline stage {}: the input pass computes {} parameters' gradients, the weight "
+              "pass {} from the products the input pass deferred and {} by walking the graph "
+              "again",
+              index_, f.input_pass_params.size(), counts.deferred, counts.walked);
+    weight_pass_logged_ = true;
+  }
   in_flight_.erase(mb);
 }
 

@@ -1,5 +1,7 @@
 #include "titan/models/common/grouped_linear.h"
 
+#include "titan/platform/deferred_weight_grad.h"
+
 namespace titan::models {
 namespace {
 
@@ -9,8 +11,10 @@ using torch::autograd::variable_list;
 struct GroupedLinearFn : public torch::autograd::Function<GroupedLinearFn> {
   // x: [N, in], w: [E, out, in] -> y: [N, out]
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& w,
-                               const std::vector<int64_t>& counts) {
+                               const std::vector<int64_t>& counts,
+                               const platform::DeferredWeightGradPtr& slot) {
     ctx->save_for_backward({x, w});
+    platform::save_slot(ctx, slot);
     ctx->saved_data["counts"] = counts;
     auto y = torch::empty({x.size(0), w.size(1)}, x.options());  // [N, out]
     int64_t start = 0;
@@ -31,18 +35,25 @@ struct GroupedLinearFn : public torch::autograd::Function<GroupedLinearFn> {
     const auto counts = ctx->saved_data["counts"].toIntVector();
     auto dy = grad_out[0].contiguous();
     auto dx = torch::empty_like(x);  // [N, in]
-    auto dw = torch::zeros_like(w);  // [E, out, in]
     int64_t start = 0;
     for (size_t e = 0; e < counts.size(); ++e) {
       if (counts[e] == 0) continue;
-      auto dy_e = dy.narrow(0, start, counts[e]);  // [n_e, out]
       auto dx_e = dx.narrow(0, start, counts[e]);  // [n_e, in]
-      auto dw_e = dw[e];                           // [out, in]
-      torch::mm_out(dx_e, dy_e, w[e]);
-      torch::mm_out(dw_e, dy_e.t(), x.narrow(0, start, counts[e]));
+      torch::mm_out(dx_e, dy.narrow(0, start, counts[e]), w[e]);
       start += counts[e];
     }
-    return {dx, dw, torch::Tensor()};
+    auto dw = platform::weight_grad(ctx, 1, [x, w, dy, counts] {
+      auto dw = torch::zeros_like(w);  // [E, out, in]
+      int64_t start = 0;
+      for (size_t e = 0; e < counts.size(); ++e) {
+        if (counts[e] == 0) continue;
+        auto dw_e = dw[e];  // [out, in]
+        torch::mm_out(dw_e, dy.narrow(0, start, counts[e]).t(), x.narrow(0, start, counts[e]));
+        start += counts[e];
+      }
+      return dw;
+    });
+    return {dx, dw, torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -50,7 +61,7 @@ struct GroupedLinearFn : public torch::autograd::Function<GroupedLinearFn> {
 
 torch::Tensor grouped_linear(const torch::Tensor& x, const torch::Tensor& w,
                              const std::vector<int64_t>& counts) {
-  return GroupedLinearFn::apply(x, w, counts);
+  return platform::apply_deferrable<GroupedLinearFn>(/*weight_input=*/1, x, w, counts);
 }
 
 }  // namespace titan::models

@@ -1,6 +1,8 @@
 // A bias-free linear layer, y = x W^T, whose weight is allocated uninitialised on any device
 // (torch::kMeta included, for shape-only models). torch::nn::Linear cannot do that: it always
 // allocates on the CPU and fills its weight. Initialisation is the model's init_weights.
+// Under a zero-bubble pipeline's recording (platform/deferred_weight_grad.h) its weight
+// gradient waits for the weight pass.
 #pragma once
 
 #include <torch/torch.h>
@@ -11,6 +13,10 @@
 
 namespace titan::models {
 
+/// x: [..., in], weight: [out, in] -> [..., out], as torch::linear; an input pass of a recorded
+/// forward defers the weight's gradient (dW = dy^T x) to the weight pass.
+torch::Tensor deferrable_linear(const torch::Tensor& x, const torch::Tensor& weight);
+
 class LinearImpl : public WeightModule {
  public:
   /// weight: [out_features, in_features], dtype/device from `options`, uninitialised.
@@ -20,8 +26,7 @@ class LinearImpl : public WeightModule {
   }
 
   /// x: [..., in_features] -> [..., out_features] (same dtype as the weight).
-  torch::Tensor forward(const torch::Tensor& x) { return torch::linear(x, weight); }
-
+  torch::Tensor forward(const torch::Tensor& x) { return deferrable_linear(x, weight); }
 };
 TORCH_MODULE(Linear);
 

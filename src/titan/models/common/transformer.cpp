@@ -93,7 +93,7 @@ torch::Tensor Transformer::forward_impl(const torch::Tensor& input, const Classi
     auto x = classifier_hooks.on_input(norm(last));                        // x: [B, S, dim]
     const auto& weight = output ? output->weight : tok_embeddings->weight;  // [vocab, dim]
     if (loss) return loss(x, weight);                                       // scalar
-    return classifier_hooks.on_output(torch::linear(x, weight));            // [B, S, vocab]
+    return classifier_hooks.on_output(deferrable_linear(x, weight));        // [B, S, vocab]
   });
 }
 

@@ -6,6 +6,8 @@
 
 #include <cmath>
 
+#include "titan/platform/deferred_weight_grad.h"
+
 namespace titan::models::kernels {
 namespace {
 
@@ -114,29 +116,38 @@ variable_list norm_backward(AutogradContext* ctx, const torch::Tensor& dy_in,
   return {dx, dw_parts.sum(0).to(weight_dtype)};  // dx: [..., D], dw: [D]
 }
 
+// The weight's gradient, computed with the input's in one pass: handed over, or kept for a
+// zero-bubble weight pass.
+torch::Tensor weight_grad(AutogradContext* ctx, size_t weight_input, const torch::Tensor& dw) {
+  return platform::weight_grad(ctx, weight_input, [dw] { return dw; });
+}
+
 struct RmsNormFn : public torch::autograd::Function<RmsNormFn> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x,
-                               const torch::Tensor& weight, double eps) {
+                               const torch::Tensor& weight, double eps,
+                               const platform::DeferredWeightGradPtr& slot) {
+    platform::save_slot(ctx, slot);
     return norm_forward(ctx, x, torch::Tensor(), weight, eps)[1];
   }
 
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     auto d = norm_backward(ctx, grads[0], torch::Tensor());
-    return {d[0], d[1], torch::Tensor()};
+    return {d[0], weight_grad(ctx, 1, d[1]), torch::Tensor(), torch::Tensor()};
   }
 };
 
 struct ResidualRmsNormFn : public torch::autograd::Function<ResidualRmsNormFn> {
   static variable_list forward(AutogradContext* ctx, const torch::Tensor& x,
                                const torch::Tensor& delta, const torch::Tensor& weight,
-                               double eps) {
+                               double eps, const platform::DeferredWeightGradPtr& slot) {
+    platform::save_slot(ctx, slot);
     return norm_forward(ctx, x, delta, weight, eps);
   }
 
   // grads: {dh (from h's other uses), dy}; h = x + delta passes dh to both.
   static variable_list backward(AutogradContext* ctx, variable_list grads) {
     auto d = norm_backward(ctx, grads[1], grads[0]);
-    return {d[0], d[0], d[1], torch::Tensor()};
+    return {d[0], d[0], weight_grad(ctx, 2, d[1]), torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -144,7 +155,7 @@ struct ResidualRmsNormFn : public torch::autograd::Function<ResidualRmsNormFn> {
 
 torch::Tensor rms_norm(const torch::Tensor& x, const torch::Tensor& weight, double eps) {
   TORCH_CHECK(x.device().is_cpu(), "rms_norm: the fused kernel runs on the CPU, got ", x.device());
-  return RmsNormFn::apply(x, weight, eps);
+  return platform::apply_deferrable<RmsNormFn>(/*weight_input=*/1, x, weight, eps);
 }
 
 std::pair<torch::Tensor, torch::Tensor> residual_rms_norm(const torch::Tensor& x,
@@ -155,7 +166,7 @@ std::pair<torch::Tensor, torch::Tensor> residual_rms_norm(const torch::Tensor& x
   TORCH_CHECK(x.sizes() == delta.sizes() && x.scalar_type() == delta.scalar_type(),
               "residual_rms_norm: x ", x.sizes(), " ", x.scalar_type(), " and delta ",
               delta.sizes(), " ", delta.scalar_type(), " differ");
-  auto out = ResidualRmsNormFn::apply(x, delta, weight, eps);
+  auto out = platform::apply_deferrable<ResidualRmsNormFn>(/*weight_input=*/2, x, delta, weight, eps);
   return {out[0], out[1]};
 }
 
