@@ -89,6 +89,52 @@ TEST(DeferredWeightGrad, ParameterAnAtenOpAlsoReadsIsWalkedWhole) {
   check_split(/*shared_w1=*/true, /*want_deferred=*/4, /*want_walked=*/2);  // s and w1
 }
 
+// Two weights out of one node (as FSDP's gather hands out a unit's weights), one read by an aten
+// op and one by a deferring Linear: the weight pass folds the Linear into its walk, so the node
+// runs once with both gradients, as in a whole backward.
+struct Gather : public torch::autograd::Function<Gather> {
+  static int backwards;
+  static torch::autograd::variable_list forward(torch::autograd::AutogradContext*,
+                                                const torch::Tensor& a, const torch::Tensor& b) {
+    return {a.clone(), b.clone()};
+  }
+  static torch::autograd::variable_list backward(torch::autograd::AutogradContext*,
+                                                 torch::autograd::variable_list grads) {
+    ++backwards;
+    EXPECT_TRUE(grads[0].defined() && grads[1].defined()) << "a gather's backward in halves";
+    return grads;
+  }
+};
+int Gather::backwards = 0;
+
+TEST(DeferredWeightGrad, ANodeSharedWithTheWalkRunsOnceWithAllItsGradients) {
+  torch::manual_seed(5);
+  auto a = torch::randn({3, 6}, kF64).requires_grad_(true);
+  auto b = torch::randn({3, 6}, kF64).requires_grad_(true);
+  auto x = torch::randn({4, 6}, kF64).requires_grad_(true);
+  const auto loss_of = [&] {
+    auto w = Gather::apply(a, b);
+    return (torch::matmul(x, w[0].t()) + models::deferrable_linear(x, w[1])).pow(2).sum();
+  };
+  loss_of().backward();
+  const auto want = grads_of({a, b, x});
+  a.mutable_grad() = b.mutable_grad() = x.mutable_grad() = torch::Tensor();
+  Gather::backwards = 0;
+
+  WeightGradRecorder recorder;
+  torch::Tensor loss;
+  {
+    WeightGradRecorder::Recording recording(recorder);
+    loss = loss_of();
+  }
+  x.mutable_grad() = torch::autograd::grad({loss}, {x}, {}, /*retain_graph=*/true)[0];
+  const auto counts = recorder.backward(loss, {}, {a, b});
+  EXPECT_EQ(Gather::backwards, 1);
+  EXPECT_EQ(counts.walked, 2);
+  EXPECT_EQ(counts.deferred, 0);
+  expect_same(grads_of({a, b, x}), want);
+}
+
 // A first stage: its input is tokens, so I differentiates the parameters no op defers (here
 // the embedding's) and W gives the others theirs.
 TEST(DeferredWeightGrad, FirstStageInputPassTakesTheUndeferrableParameters) {
