@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The GPU checks of issue 14, as one prepared run of at most 10 minutes on a machine with one
-# NVIDIA GPU (the project's H200 through the device tool). It builds titan against the PyTorch
-# installed on that machine (no network there), then:
+# NVIDIA GPU (the project's H100 or H200 through the device tool). It builds titan against the
+# PyTorch installed on that machine and the carried .deps/ (bench/device/carry_deps.sh; there is
+# no network there), then:
 #   1. parity: the llama3 debug model for 5 steps in float32 on the GPU against the same run on
 #      the CPU (CUDA_VISIBLE_DEVICES=""), and 20 steps of FSDP (degree 1) in bfloat16 against
 #      the CPU in bfloat16, compared by `titan compare` (losses and gradient norms);
@@ -13,8 +14,19 @@
 # losses 2e-2 and gradient norms 5e-2 relative over 20 steps.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-out="${OUT:-$root/bench/results/gpu-$(date +%Y%m%d-%H%M%S)}"
-mkdir -p "$out"
+# The run's files go to a folder of their own; the device tool brings back at most 8 files, so
+# on exit (a failure too) the ones to commit are copied to $OUT (else bench/results/gpu-<date>/).
+results="${OUT:-$root/bench/results/gpu-$(date +%Y%m%d-%H%M%S)}"
+out=$(mktemp -d /tmp/titan-gpu-checks.XXXXXX)
+mkdir -p "$results"
+keep() {
+  for f in summary.json versions.json gpu.csv fp32-compare.txt bf16-compare.txt log.txt; do
+    [[ -f $out/$f ]] && cp "$out/$f" "$results/"
+  done
+  [[ -f $out/build.txt ]] && tail -200 "$out/build.txt" > "$results/build-tail.txt"
+  return 0
+}
+trap keep EXIT
 exec > >(tee "$out/log.txt") 2>&1
 python="${TITAN_PYTHON:-$(command -v python3)}"
 steps_tps="${TPS_STEPS:-12}"
@@ -31,12 +43,11 @@ print(json.dumps({"torch": torch.__version__, "cuda": torch.version.cuda,
                   "gpu": torch.cuda.get_device_name(0)}))
 PY
 
-echo "== build against this machine's PyTorch ($(elapsed))"
-prefix=$("$python" -c 'import os, torch; print(os.path.dirname(torch.__file__))')
-cmake -S "$root" -B "$root/build-gpu" -G Ninja -DCMAKE_BUILD_TYPE=Release -DBUILD_TESTING=OFF \
-  -DCMAKE_PREFIX_PATH="$prefix" -DTITAN_PYTHON="$python" > "$out/cmake.txt"
-ninja -C "$root/build-gpu" titan > "$out/ninja.txt"
+echo "== build against this machine's PyTorch and the carried .deps/ ($(elapsed))"
+TITAN_PYTHON="$python" bash "$root/bench/device/build.sh" > "$out/build.txt" 2>&1 \
+  || { tail -40 "$out/build.txt"; exit 1; }
 titan="$root/build-gpu/titan"
+[[ -d $root/.deps ]] && export LD_LIBRARY_PATH="$root/.deps/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 # train DIR ARGS...: one titan run on this node, its metrics in DIR.
 train() {

@@ -1,8 +1,8 @@
 // A zero-bubble pipeline splits a backward in two: the input pass (I) computes only input
 // gradients, the weight pass (W) the weights'. LibTorch's engine cannot resume a backward from
 // the gradients I computed, so a W that asks the engine walks the whole graph again. Instead the
-// ops that hold weights (Linear, the grouped expert GEMM, the fused RMSNorm, the fused loss)
-// defer: when I runs their backward without asking for the weight's gradient, they keep what it
+// ops that hold weights (Linear, the grouped expert GEMM, the eager RMSNorm's scaling and the
+// fused RMSNorm, the fused loss) defer: when I runs their backward without asking for the weight's gradient, they keep what it
 // needs (the layer's input and output gradient; or the gradient itself where computing it came
 // free) in their DeferredWeightGrad, and W computes only those products, then sends each on from
 // the weight the op saw to its parameter (through FSDP's gather or a cast: cheap nodes).
@@ -11,8 +11,9 @@
 //   auto y = platform::apply_deferrable<Fn>(/*weight_input=*/1, x, w);  // Fn::apply(x, w, slot)
 //   // Fn::forward: platform::save_slot(ctx, slot);
 //   // Fn::backward: dw = platform::weight_grad(ctx, 1, [=] { return dy^T x; });
-// Parameters that some other op reaches (the eager RMSNorm's multiply, a checkpointed region)
-// keep the engine's way: W walks the graph for those only.
+// Parameters that some other op reaches (an aten op reading a weight, a checkpointed region's
+// recomputation) keep the engine's way: W walks the graph for those only, first, and folds in
+// the deferred weights that share a node with that walk (a unit's FSDP gather runs once).
 #pragma once
 
 #include <torch/torch.h>
@@ -66,7 +67,7 @@ class WeightGradRecorder {
   /// W: the weight gradients of the graph from `output` (with `output_grad`, undefined for a
   /// scalar loss), accumulated into `parameters`' .grad (those the input pass did not give
   /// theirs). Each deferred product once; the parameters some op that did not defer reaches
-  /// through the engine's walk of the graph (which frees it).
+  /// through the engine's walk of the graph. The graph's buffers are freed after.
   WeightPassCounts backward(const torch::Tensor& output, const torch::Tensor& output_grad,
                             const std::vector<torch::Tensor>& parameters);
 
