@@ -17,8 +17,16 @@ if [[ ! -d $wheels/site/torch ]]; then
     --implementation cp --platform manylinux_2_28_x86_64 "torch==$version" -d "$wheels"
   unzip -q "$wheels"/torch-$version-*.whl 'torch/include/*' 'torch/lib/*' 'torch/share/*' \
     -d "$wheels/site"
-  ln -sfn "$("$TITAN_VENV/bin/python" -c 'import os, nvidia; print(os.path.dirname(nvidia.__file__))')" \
-    "$wheels/site/nvidia"
+  # CUDA libraries to link against: the project's PyTorch's (the same cu13 sonames), but
+  # cuSPARSELt and NVSHMEM at the versions torch 2.11 pins (2.15's lack symbols 2.11 calls).
+  "$TITAN_VENV/bin/python" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 \
+    --implementation cp --platform manylinux2014_x86_64 --platform manylinux_2_17_x86_64 \
+    nvidia-cusparselt-cu13==0.8.0 nvidia-nvshmem-cu13==3.4.5 -d "$wheels"
+  for w in "$wheels"/nvidia_*.whl; do unzip -q -o "$w" 'nvidia/*' -d "$wheels/site"; done
+  venv_nvidia="$("$TITAN_VENV/bin/python" -c 'import os, nvidia; print(os.path.dirname(nvidia.__file__))')"
+  for d in "$venv_nvidia"/*/; do
+    [[ -e $wheels/site/nvidia/$(basename "$d") ]] || ln -s "$d" "$wheels/site/nvidia/"
+  done
 fi
 [[ -d $root/.deps ]] || bash "$root/bench/device/carry_deps.sh"
 log="$root/bench/results/device-rehearsal-$(date +%Y%m%d).log"
