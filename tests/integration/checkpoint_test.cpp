@@ -11,7 +11,7 @@
 #include "titan/components/checkpoint/safetensors.h"
 
 namespace titan {
-namespace {
+namespace integration_checkpoint_test {
 
 using testing::train;
 using testing::TrainRun;
@@ -278,5 +278,5 @@ TEST(CheckpointGenerate, ScoresTheSameAsItsHuggingFaceExport) {
   EXPECT_NE(text.output.find("\ntext: "), std::string::npos) << text.output;
 }
 
-}  // namespace
+}  // namespace integration_checkpoint_test
 }  // namespace titan

@@ -7,7 +7,7 @@
 #include "support/process.h"
 
 namespace titan {
-namespace {
+namespace integration_compare_test {
 
 using testing::run_command;
 
@@ -36,5 +36,5 @@ TEST(CompareEndToEnd, OneRankAndTwoDataParallelRanksMatchAtTheSameGlobalBatch) {
   std::filesystem::remove_all(two_ranks.parent_path());
 }
 
-}  // namespace
+}  // namespace integration_compare_test
 }  // namespace titan

@@ -2,11 +2,11 @@
 // tokens per step held fixed (global batch 8 x seq_len 32) against the FSDP 2 baseline (EP 1)
 // through `titan compare --rtol 1e-4` and within 5e-5 per step (an expert's rows arrive grouped by
 // source rank, so its GEMMs and gradient sums add in another order; DeepSeek under EP 2 x TP 2
-// drifted to 1.04e-5 by step 16 of 20). Qwen3-MoE over 20 steps: EP 2, EP 4, EP 2 x FSDP 2 (experts
+// drifted to 1.04e-5 by step 16 of 20). Qwen3-MoE over 8 steps: EP 2, EP 4, EP 2 x FSDP 2 (experts
 // sharded over efsdp 2), EP 2 x TP 2 (ETP 1: the ep group is the tp group, each rank routing its
 // sequence shard), EP 2 x CP 2 (each rank routing its chunks of the sequences) and EP 2 x PP 2.
 // DeepSeek-V3 (shared experts, dense first layer, MLA), whose runs cost six times Qwen3-MoE's, over
-// 8 steps where its shape differs: EP 2, EP 2 x TP 2 (MLA's projections sharded) and EP 2 x PP 2
+// 5 steps where its shape differs: EP 2, EP 2 x TP 2 (MLA's projections sharded) and EP 2 x PP 2
 // (the dense layer in the first stage). At step 1 every layer's expert loads (the max and min of
 // its per-expert token counts over the mean) equal the baseline's exactly: a token routed elsewhere
 // changes two counts. Checkpoints hold the experts in global coordinates: an EP 2 x FSDP 2 run
@@ -17,7 +17,7 @@
 #include "support/training.h"
 
 namespace titan {
-namespace {
+namespace integration_expert_parallel_test {
 
 using testing::TrainRun;
 
@@ -27,7 +27,7 @@ const std::string kQwen =
     "--module qwen3 --config qwen3_moe_debugmodel --model.flavor debugmodel_moe_small " + kShape;
 const std::string kDeepseek = "--module deepseek_v3 --config deepseek_v3_debugmodel " + kShape;
 
-TrainRun run(const std::string& model, int ngpu, const std::string& args, int steps = 20) {
+TrainRun run(const std::string& model, int ngpu, const std::string& args, int steps = 8) {
   return testing::train_steps(ngpu, model + args, steps);
 }
 
@@ -82,11 +82,11 @@ void check_layouts(const std::string& model, Coverage coverage, int steps) {
 }
 
 TEST(ExpertParallelLayouts, Qwen3MoeMatchesTheFsdpBaseline) {
-  check_layouts(kQwen, Coverage::All, 20);
+  check_layouts(kQwen, Coverage::All, 8);
 }
 
 TEST(ExpertParallelLayouts, DeepseekV3MatchesTheFsdpBaseline) {
-  check_layouts(kDeepseek, Coverage::WhereTheShapeDiffers, 8);
+  check_layouts(kDeepseek, Coverage::WhereTheShapeDiffers, 5);
 }
 
 TEST(ExpertParallelCheckpoint, ResumesBitExactlyAndUnderOtherLayouts) {
@@ -106,5 +106,5 @@ TEST(ExpertParallelCheckpoint, ResumesBitExactlyAndUnderOtherLayouts) {
                               1e-5, "resumed under FSDP 2");
 }
 
-}  // namespace
+}  // namespace integration_expert_parallel_test
 }  // namespace titan

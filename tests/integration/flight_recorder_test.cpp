@@ -15,7 +15,7 @@
 #include "support/training.h"
 
 namespace titan {
-namespace {
+namespace integration_flight_recorder_test {
 
 TEST(FlightRecorder, TheLauncherNamesTheRankAndCollectiveOthersWaitedFor) {
   const auto start = std::chrono::steady_clock::now();
@@ -68,5 +68,5 @@ TEST(FlightRecorder, TheLauncherNamesTheRankAndCollectiveOthersWaitedFor) {
       << out;
 }
 
-}  // namespace
+}  // namespace integration_flight_recorder_test
 }  // namespace titan

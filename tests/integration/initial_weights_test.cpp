@@ -12,7 +12,7 @@
 #include "support/training.h"
 
 namespace titan {
-namespace {
+namespace integration_initial_weights_test {
 
 namespace fs = std::filesystem;
 
@@ -54,5 +54,5 @@ TEST(InitialWeights, EqualUnderEveryLayout) {
   }
 }
 
-}  // namespace
+}  // namespace integration_initial_weights_test
 }  // namespace titan

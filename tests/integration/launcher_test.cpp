@@ -17,7 +17,7 @@
 #include "support/training.h"
 
 namespace titan {
-namespace {
+namespace integration_launcher_test {
 
 using testing::run_command;
 using testing::titan_binary;
@@ -311,5 +311,5 @@ TEST(Launcher, FakeBackendChecksALargeWorldInOneProcess) {
   EXPECT_NE(r.output.find("dp_shard 64"), std::string::npos) << r.output;
 }
 
-}  // namespace
+}  // namespace integration_launcher_test
 }  // namespace titan

@@ -15,7 +15,7 @@
 #include "titan/train/train_spec.h"
 
 namespace titan {
-namespace {
+namespace integration_memory_estimate_test {
 
 using testing::train;
 
@@ -82,5 +82,5 @@ TEST(MemoryEstimate, WithinAStatedFactorOfTheMeasuredPeak) {
   }
 }
 
-}  // namespace
+}  // namespace integration_memory_estimate_test
 }  // namespace titan

@@ -15,7 +15,7 @@
 #include "support/training.h"
 
 namespace titan {
-namespace {
+namespace integration_memory_snapshot_test {
 
 const std::string kArgs =
     "--module llama3 --config llama3_debugmodel --training.seq_len 64 "
@@ -118,5 +118,5 @@ TEST(MemorySnapshot, ARankOutOfMemoryWritesWhatItHeld) {
                                       "rank0_memory_timeline.svg"));
 }
 
-}  // namespace
+}  // namespace integration_memory_snapshot_test
 }  // namespace titan

@@ -1,6 +1,6 @@
 // A mixture-of-experts model is validated as users validate a layout: Qwen3-MoE (titan's
 // CI-sized debugmodel_moe_small: 2 layers of 8 experts, top 2, load balancing at 1e-3) in fp32
-// with tokens per step held fixed (global batch 8 x seq_len 32), 20 steps, against the FSDP 2
+// with tokens per step held fixed (global batch 8 x seq_len 32), 8 steps, against the FSDP 2
 // baseline through `titan compare --rtol 1e-4` and within 1e-5 per step: 1 rank, TP 2 x FSDP 2
 // (experts replicated, each rank routing its sequence shard), TP 2 without sequence
 // parallelism (every rank routing every token), PP 2, and full (bit-equal) and op-level
@@ -9,15 +9,16 @@
 // The routing depends on the expert biases, so a layout that balanced on the wrong counts, or
 // kept different biases on different ranks, leaves the baseline. DeepSeek-V3's debug flavor
 // under TP 2 x FSDP 2 (within 5e-5, set when it ran 20 steps: its grad norm drifted to 1.3e-5
-// by step 16 on this project's Xeons with AVX-512 and AMX) and PP 2 likewise, over 10 steps. The biases are model state: a stopped
-// and resumed run continues bit for bit and saves the same biases.
+// by step 16 on this project's Xeons with AVX-512 and AMX) and PP 2 likewise, over 6 steps.
+// The biases are model state: a stopped and resumed run continues bit for bit and saves the
+// same biases.
 #include <gtest/gtest.h>
 
 #include "support/checkpoint_files.h"
 #include "support/training.h"
 
 namespace titan {
-namespace {
+namespace integration_moe_test {
 
 using testing::TrainRun;
 
@@ -29,7 +30,7 @@ const std::string kModel =
     kShape;
 const std::string kDeepseek = "--module deepseek_v3 --config deepseek_v3_debugmodel " + kShape;
 
-TrainRun run(int ngpu, const std::string& args, int steps = 20, const std::string& model = kModel) {
+TrainRun run(int ngpu, const std::string& args, int steps = 8, const std::string& model = kModel) {
   return testing::train_steps(ngpu, model + args, steps);
 }
 
@@ -82,11 +83,11 @@ TEST(MoeLayouts, TrainAndMatchTheFsdpBaseline) {
 }
 
 // DeepSeek-V3's debug flavor (MLA without a q latent, YaRN, 1 dense + 5 MoE layers, softmax top
-// 3 of 8, 2 shared experts): TP 2 x FSDP 2 (MLA's heads split) and PP 2 follow FSDP 2 over 10
+// 3 of 8, 2 shared experts): TP 2 x FSDP 2 (MLA's heads split) and PP 2 follow FSDP 2 over 6
 // steps, and op-level selective checkpointing (MLA's latent norm and the experts' gates
 // recomputed).
 TEST(MoeLayouts, DeepseekV3TrainsAndMatchesTheFsdpBaseline) {
-  constexpr int kDeepseekSteps = 10;  // its runs cost six times Qwen3-MoE's
+  constexpr int kDeepseekSteps = 6;  // its runs cost six times Qwen3-MoE's
   auto fsdp = run(2, "--training.local_batch_size 4", kDeepseekSteps, kDeepseek);
   EXPECT_LT(fsdp.losses().back(), 0.8 * fsdp.losses().front()) << "the loss falls";
   EXPECT_EQ(fsdp.records.back()["expert_load"].size(), 5u);
@@ -126,5 +127,5 @@ TEST(MoeCheckpoint, ExpertBiasesResumeBitExactly) {
   for (const auto& [name, tensor] : a) EXPECT_TRUE(torch::equal(tensor, b.at(name))) << name;
 }
 
-}  // namespace
+}  // namespace integration_moe_test
 }  // namespace titan

@@ -13,7 +13,7 @@
 #include "support/training.h"
 
 namespace titan {
-namespace {
+namespace integration_nonfinite_step_test {
 
 const std::string kArgs =
     "--module llama3 --config llama3_debugmodel --training.seq_len 64 "
@@ -75,5 +75,5 @@ TEST(NonfiniteStep, StopNamesTheStepBeforeItsUpdate) {
   }
 }
 
-}  // namespace
+}  // namespace integration_nonfinite_step_test
 }  // namespace titan

@@ -9,7 +9,7 @@
 #include "support/training.h"
 
 namespace titan {
-namespace {
+namespace integration_plan_command_test {
 
 testing::CommandResult plan(const std::string& args) {
   return testing::run_command(testing::titan_binary() + " plan --module llama3 " + args);
@@ -69,5 +69,5 @@ TEST(PlanCommand, RefusesAnUnknownDevice) {
       << r.output;
 }
 
-}  // namespace
+}  // namespace integration_plan_command_test
 }  // namespace titan

@@ -19,7 +19,7 @@
 #include "support/training.h"
 
 namespace titan {
-namespace {
+namespace integration_profiler_test {
 
 struct Span {
   double start = 0, end = 0;  // microseconds
@@ -150,5 +150,5 @@ TEST(Profiler, TracesNestAndShowTheStepsPiecesAndPrefetchedAllGathers) {
   EXPECT_FALSE(std::filesystem::exists(eager.dump / "profile_traces" / "iteration_1"));
 }
 
-}  // namespace
+}  // namespace integration_profiler_test
 }  // namespace titan

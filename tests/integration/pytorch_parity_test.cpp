@@ -30,7 +30,7 @@
 #include "titan/components/checkpoint/safetensors.h"
 
 namespace titan {
-namespace {
+namespace integration_pytorch_parity_test {
 
 namespace fs = std::filesystem;
 using testing::CommandResult;
@@ -243,5 +243,5 @@ TEST(PytorchParity, TwoDataParallelRanksGiveSameLosses) {
   if (!HasFailure()) fs::remove_all(dir);
 }
 
-}  // namespace
+}  // namespace integration_pytorch_parity_test
 }  // namespace titan

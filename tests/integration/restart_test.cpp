@@ -1,4 +1,4 @@
-// Launcher restarts (MAX_RESTARTS) over 30 steps with a checkpoint every 5 (llama3 debug model,
+// Launcher restarts (MAX_RESTARTS) over 16 steps with a checkpoint every 5 (llama3 debug model,
 // seq 64, FSDP 2). A rank killed with SIGKILL (the TITAN_TEST_KILL_AT hook, which fires in the
 // first start only) at a random step, or in the middle of a save (its files written, the
 // checkpoint not complete), makes the launcher start every worker again; they resume from the
@@ -16,12 +16,13 @@
 #include "support/training.h"
 
 namespace titan {
-namespace {
+namespace integration_restart_test {
 
+constexpr int kSteps = 16;
 const std::string kArgs =
     "--module llama3 --config llama3_debugmodel --training.seq_len 64 "
     "--training.local_batch_size 4 --checkpoint.enable --checkpoint.interval 5 "
-    "--training.steps 30 ";
+    "--training.steps " + std::to_string(kSteps) + " ";
 
 // The step `run` resumed from ("Resumed from .../step-N"), or 0.
 int resumed_from(const testing::TrainRun& run) {
@@ -42,14 +43,14 @@ void expect_restarted_like(const testing::TrainRun& whole, const testing::TrainR
   for (const auto& record : run.records) {
     const int step = record["step"].get<int>();
     ASSERT_GE(step, 1);
-    ASSERT_LE(step, 30);
+    ASSERT_LE(step, kSteps);
     EXPECT_EQ(record["loss"], whole.records[step - 1]["loss"]) << what << " step " << step;
     EXPECT_EQ(record["grad_norm"], whole.records[step - 1]["grad_norm"]) << what;
   }
   // Every step after the resume point was logged once the run restarted.
-  ASSERT_GE(run.records.size(), static_cast<size_t>(30 - resume)) << what;
-  for (int i = 0; i < 30 - resume; ++i) {
-    const auto& record = run.records[run.records.size() - (30 - resume) + i];
+  ASSERT_GE(run.records.size(), static_cast<size_t>(kSteps - resume)) << what;
+  for (int i = 0; i < kSteps - resume; ++i) {
+    const auto& record = run.records[run.records.size() - (kSteps - resume) + i];
     EXPECT_EQ(record["step"].get<int>(), resume + 1 + i) << what;
   }
   std::ifstream manifest(run.dump / "run_manifest.json");
@@ -59,7 +60,9 @@ void expect_restarted_like(const testing::TrainRun& whole, const testing::TrainR
 class LauncherRestart : public ::testing::Test {
  protected:
   // The uninterrupted run every restarted one is compared with.
-  static void SetUpTestSuite() { whole_ = new testing::TrainRun(testing::train_steps(2, kArgs, 30)); }
+  static void SetUpTestSuite() {
+    whole_ = new testing::TrainRun(testing::train_steps(2, kArgs, kSteps));
+  }
   static void TearDownTestSuite() { delete whole_; }
   static const testing::TrainRun& whole() { return *whole_; }
 
@@ -72,7 +75,7 @@ TEST_F(LauncherRestart, AKilledRankResumesFromTheLatestCheckpointWithTheSameLoss
   std::vector<std::string> kills;
   for (int i = 0; i < 2; ++i) {
     const int rank = std::uniform_int_distribution<int>(0, 1)(rng);
-    const int step = std::uniform_int_distribution<int>(6, 29)(rng);  // after a checkpoint
+    const int step = std::uniform_int_distribution<int>(6, kSteps - 1)(rng);  // after a checkpoint
     kills.push_back(std::to_string(rank) + ":" + std::to_string(step));
   }
   kills.push_back("1:10:save");  // mid-save: step-10 stays incomplete, step 5 is the latest
@@ -97,7 +100,7 @@ testing::CommandResult node(int node_rank, const std::string& endpoint, const st
 }
 
 TEST_F(LauncherRestart, TwoNodesRestartTogetherWhicheverNodeLostARank) {
-  for (const std::string kill : {"1:12", "0:17"}) {
+  for (const std::string kill : {"1:7", "0:12"}) {
     testing::TrainRun run;
     run.dump = testing::make_temp_dir("titan_restart_2node");
     const std::string endpoint = "127.0.0.1:" + std::to_string(testing::free_port());
@@ -126,5 +129,5 @@ TEST(LauncherGivingUp, WithoutRestartsTheLauncherGivesUpNamingTheSignal) {
   EXPECT_EQ(run.command.output.find("restart 1"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace integration_restart_test
 }  // namespace titan

@@ -15,7 +15,7 @@
 #include "support/training.h"
 
 namespace titan {
-namespace {
+namespace integration_tensor_parallel_test {
 
 using testing::run_command;
 using testing::titan_binary;
@@ -96,5 +96,5 @@ TEST(TensorParallel, IndivisibleLayoutsAreRefusedBeforeWorkersStart) {
   EXPECT_EQ(seq.output.find("rank0"), std::string::npos) << "a worker started:\n" << seq.output;
 }
 
-}  // namespace
+}  // namespace integration_tensor_parallel_test
 }  // namespace titan

@@ -13,7 +13,7 @@
 #include "support/training.h"
 
 namespace titan {
-namespace {
+namespace integration_tensorboard_test {
 
 using Scalars = std::map<std::string, std::vector<std::pair<int64_t, float>>>;
 
@@ -111,5 +111,5 @@ TEST(TensorBoard, ItsReaderRecoversEveryTagAndValue) {
   }
 }
 
-}  // namespace
+}  // namespace integration_tensorboard_test
 }  // namespace titan

@@ -7,7 +7,7 @@
 #include "support/training.h"
 
 namespace titan {
-namespace {
+namespace integration_validate_command_test {
 
 // `home` is the HOME the command runs with: where the validated baselines are recorded.
 testing::CommandResult titan(const std::string& command, const std::string& args,
@@ -56,7 +56,7 @@ TEST(ValidateCommand, PassesOnTheDefaultConfig) {
 }
 
 TEST(ValidateCommand, FailsNamingTheCheckWhenTheLossDiverges) {
-  const auto r = validate("--optimizer.lr 30 --lr_scheduler.warmup_steps 0");
+  const auto r = validate("--optimizer.lr 30 --lr_scheduler.warmup_steps 0 --training.seq_len 64");
   EXPECT_EQ(r.exit_code, 1) << r.output;
   const bool named = r.output.find("| loss falls | FAIL |") != std::string::npos ||
                      r.output.find("| loss finite | FAIL |") != std::string::npos;
@@ -64,5 +64,5 @@ TEST(ValidateCommand, FailsNamingTheCheckWhenTheLossDiverges) {
   EXPECT_NE(r.output.find("titan validate: a check failed"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace integration_validate_command_test
 }  // namespace titan

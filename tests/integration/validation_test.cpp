@@ -13,7 +13,7 @@
 #include "support/training.h"
 
 namespace titan {
-namespace {
+namespace integration_validation_test {
 
 using testing::TrainRun;
 
@@ -133,5 +133,5 @@ TEST(ValidationConfig, BatchesTheLayoutCannotRunAreRefusedBeforeWorkersStart) {
       << tiny.command.output;
 }
 
-}  // namespace
+}  // namespace integration_validation_test
 }  // namespace titan

@@ -11,7 +11,7 @@
 #include <set>
 #include <sstream>
 
-namespace {
+namespace unit_cli_generate_command_test {
 
 struct Run {
   int status = -1;
@@ -111,4 +111,4 @@ TEST(GenerateCommand, BadArgumentsExitWithConfigError) {
   EXPECT_EQ(no_checkpoint.out.find("needs a tokenizer"), std::string::npos) << no_checkpoint.out;
 }
 
-}  // namespace
+}  // namespace unit_cli_generate_command_test

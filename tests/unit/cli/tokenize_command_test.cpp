@@ -7,7 +7,7 @@
 #include <fstream>
 #include <nlohmann/json.hpp>
 
-namespace {
+namespace unit_cli_tokenize_command_test {
 
 struct Result {
   int exit_code;
@@ -69,4 +69,4 @@ TEST(TokenizeCommand, MissingTokenizerFails) {
   EXPECT_EQ(r.out, "");
 }
 
-}  // namespace
+}  // namespace unit_cli_tokenize_command_test

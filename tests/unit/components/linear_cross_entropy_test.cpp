@@ -20,7 +20,7 @@
 #include "titan/platform/memory.h"
 
 namespace titan::components {
-namespace {
+namespace unit_components_linear_cross_entropy_test {
 
 constexpr int64_t B = 2, S = 5, D = 6, V = 12;
 
@@ -178,5 +178,5 @@ TEST_P(VocabParallelLinearCrossEntropy, EachRanksSliceMatchesTheWholeVocabulary)
 
 INSTANTIATE_TEST_SUITE_P(Ranks, VocabParallelLinearCrossEntropy, ::testing::Values(2, 4));
 
-}  // namespace
+}  // namespace unit_components_linear_cross_entropy_test
 }  // namespace titan::components

@@ -17,7 +17,7 @@
 #include "titan/models/common/transformer_block.h"
 
 namespace titan::components {
-namespace {
+namespace unit_components_load_balancing_test {
 
 models::TransformerArgs small_moe(double coeff) {
   models::TransformerArgs a;
@@ -142,5 +142,5 @@ TEST(ExpertLoadBalancer, ActivationCheckpointingDoesNotCountTokensTwice) {
   EXPECT_TRUE(torch::equal(counts_after_step("full"), plain));
 }
 
-}  // namespace
+}  // namespace unit_components_load_balancing_test
 }  // namespace titan::components

@@ -10,7 +10,7 @@
 #include "titan/components/lr_scheduler.h"
 
 namespace titan::components {
-namespace {
+namespace unit_components_lr_scheduler_test {
 
 nlohmann::json torchtitan_cases() {
   std::ifstream in(std::string(TITAN_SOURCE_DIR) + "/tests/data/torchtitan_lr_schedules.json");
@@ -48,5 +48,5 @@ TEST(LrScheduler, WarmupReachesTheLrAndTheLastStepTrains) {
   EXPECT_GT(schedule.factor_at(10), 0.0);
 }
 
-}  // namespace
+}  // namespace unit_components_lr_scheduler_test
 }  // namespace titan::components

@@ -9,7 +9,7 @@
 #include "titan/components/metrics.h"
 
 namespace titan::components {
-namespace {
+namespace unit_components_metrics_test {
 
 StepMetrics sample() {
   StepMetrics m;
@@ -75,5 +75,5 @@ TEST(MetricsJsonl, UnknownMfuIsNullAndMemoryPeaksAreRecorded) {
   std::filesystem::remove_all(path.parent_path());
 }
 
-}  // namespace
+}  // namespace unit_components_metrics_test
 }  // namespace titan::components

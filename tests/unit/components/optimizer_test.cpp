@@ -9,7 +9,7 @@
 #include <cmath>
 
 namespace titan::components {
-namespace {
+namespace unit_components_optimizer_test {
 
 // One parameter element through `steps` updates with gradient g_t = grads[t], in float64.
 double reference_adam(double p, const std::vector<double>& grads, double lr, AdamOptions o) {
@@ -94,5 +94,5 @@ TEST(Adam, ZeroGradClearsAndSkipsMissingGradients) {
   EXPECT_FALSE(p.grad().defined());
 }
 
-}  // namespace
+}  // namespace unit_components_optimizer_test
 }  // namespace titan::components

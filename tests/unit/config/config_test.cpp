@@ -11,7 +11,7 @@
 #include "titan/errors.h"
 
 namespace titan::config {
-namespace {
+namespace unit_config_config_test {
 
 JobConfig resolve_args(const std::vector<std::string>& args) {
   return resolve(parse_command_line(args));
@@ -296,5 +296,5 @@ TEST(ConfigBinary, LaunchHelpListsTheEnvironmentAndEveryKey) {
   }
 }
 
-}  // namespace
+}  // namespace unit_config_config_test
 }  // namespace titan::config

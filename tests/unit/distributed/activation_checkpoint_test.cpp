@@ -11,7 +11,7 @@
 #include "titan/platform/memory.h"
 
 namespace titan {
-namespace {
+namespace unit_distributed_activation_checkpoint_test {
 
 struct Result {
   std::map<std::string, torch::Tensor> grads;
@@ -84,5 +84,5 @@ TEST(ActivationCheckpointingModes, KeepLessAndLessForBackward) {
   EXPECT_GT(full, 0);
 }
 
-}  // namespace
+}  // namespace unit_distributed_activation_checkpoint_test
 }  // namespace titan

@@ -14,7 +14,7 @@
 #include "titan/distributed/loss_parallel.h"
 
 namespace titan {
-namespace {
+namespace unit_distributed_collectives_test {
 
 using distributed::ProcessGroup;
 using distributed::World;
@@ -187,5 +187,5 @@ TEST(AllToAllRows, RunsWorkWhileTheRowsTravelBothWays) {
 
 INSTANTIATE_TEST_SUITE_P(Ranks, Collectives, ::testing::Values(2, 4));
 
-}  // namespace
+}  // namespace unit_distributed_collectives_test
 }  // namespace titan

@@ -15,7 +15,7 @@
 #include "titan/platform/device.h"
 
 namespace titan {
-namespace {
+namespace unit_distributed_context_parallel_test {
 
 using distributed::ContextParallel;
 using distributed::LoadBalancer;
@@ -113,5 +113,5 @@ TEST(SequenceSplit, PositionsAreTheChunksPlaces) {
   });
 }
 
-}  // namespace
+}  // namespace unit_distributed_context_parallel_test
 }  // namespace titan

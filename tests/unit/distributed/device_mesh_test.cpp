@@ -8,7 +8,7 @@
 #include "support/thread_ranks.h"
 
 namespace titan::distributed {
-namespace {
+namespace unit_distributed_device_mesh_test {
 
 // Sum of the global ranks in this rank's group `name`.
 double rank_sum(const DeviceMesh& mesh, const std::string& name, int rank) {
@@ -54,5 +54,5 @@ TEST(DeviceMesh, WithoutExpertParallelismThereAreNoExpertGroups) {
   });
 }
 
-}  // namespace
+}  // namespace unit_distributed_device_mesh_test
 }  // namespace titan::distributed

@@ -16,7 +16,7 @@
 #include "titan/errors.h"
 
 namespace titan {
-namespace {
+namespace unit_distributed_expert_parallel_test {
 
 using models::MoE;
 using models::MoEArgs;
@@ -147,5 +147,5 @@ TEST(ExpertParallel, RefusesExpertsNotDivisibleByTheDegree) {
   });
 }
 
-}  // namespace
+}  // namespace unit_distributed_expert_parallel_test
 }  // namespace titan

@@ -11,7 +11,7 @@
 #include "titan/distributed/flight_recorder.h"
 
 namespace titan::distributed {
-namespace {
+namespace unit_distributed_flight_recorder_test {
 
 TEST(FlightRecorder, KeepsTheLastRecordsAndDumpsThem) {
   const auto dir = testing::make_temp_dir("titan_fr");
@@ -83,5 +83,5 @@ TEST(FlightRecorder, ExplainsWhoNeverStartedTheFailedCollective) {
   EXPECT_EQ(hung_lines[1], "rank 1 was in the same operation (waiting)");
 }
 
-}  // namespace
+}  // namespace unit_distributed_flight_recorder_test
 }  // namespace titan::distributed

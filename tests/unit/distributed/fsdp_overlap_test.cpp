@@ -10,7 +10,7 @@
 #include "titan/models/common/transformer.h"
 
 namespace titan {
-namespace {
+namespace unit_distributed_fsdp_overlap_test {
 
 using distributed::World;
 
@@ -90,5 +90,5 @@ TEST(FsdpOverlap, Hsdp2x2GradientsAreEagersBitForBit) {
   expect_overlap_matches_eager({2, 2, true});
 }
 
-}  // namespace
+}  // namespace unit_distributed_fsdp_overlap_test
 }  // namespace titan

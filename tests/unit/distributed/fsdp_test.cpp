@@ -13,7 +13,7 @@
 #include "titan/models/common/transformer_block.h"
 
 namespace titan {
-namespace {
+namespace unit_distributed_fsdp_test {
 
 models::TransformerArgs small_args() {
   models::TransformerArgs a;
@@ -126,5 +126,5 @@ TEST(Fsdp, FreesABlocksGatheredParametersAfterItsBackward) {
   EXPECT_EQ(block1_gathered_bytes_in_block0_backward(false), 0);
 }
 
-}  // namespace
+}  // namespace unit_distributed_fsdp_test
 }  // namespace titan

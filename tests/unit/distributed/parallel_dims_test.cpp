@@ -11,7 +11,7 @@
 #include "titan/errors.h"
 
 namespace titan::distributed {
-namespace {
+namespace unit_distributed_parallel_dims_test {
 
 ParallelDims dims(int world, int replicate, int tp, int ep, int cp = 1, int pp = 1) {
   config::ParallelismSection p;
@@ -83,5 +83,5 @@ TEST(ParallelDims, AnExpertDegreeThatDoesNotDivideTheRegionIsRefused) {
   }
 }
 
-}  // namespace
+}  // namespace unit_distributed_parallel_dims_test
 }  // namespace titan::distributed

@@ -6,7 +6,7 @@
 #include <gtest/gtest.h>
 
 namespace titan::distributed {
-namespace {
+namespace unit_distributed_squared_norm_test {
 
 double reference(const torch::Tensor& x) {
   return x.to(torch::kDouble).pow(2).sum().item<double>();
@@ -25,5 +25,5 @@ TEST(SquaredNorm, MatchesTheFloat64SumInEveryDtype) {
   EXPECT_EQ(squared_norm(x).scalar_type(), torch::kDouble);
 }
 
-}  // namespace
+}  // namespace unit_distributed_squared_norm_test
 }  // namespace titan::distributed

@@ -9,7 +9,7 @@
 #include "titan/models/common/transformer.h"
 
 namespace titan::distributed {
-namespace {
+namespace unit_distributed_tensor_parallel_test {
 
 // 16 query heads, 8 key/value heads, FFN width 768, vocabulary 2048.
 models::TransformerArgs args() {
@@ -52,5 +52,5 @@ TEST(TensorParallelChecks, EachIndivisibleSizeIsNamed) {
   EXPECT_EQ(refusal(args(), 8, 60, false), "");  // no sequence parallelism: seq_len is free
 }
 
-}  // namespace
+}  // namespace unit_distributed_tensor_parallel_test
 }  // namespace titan::distributed

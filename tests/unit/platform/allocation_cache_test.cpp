@@ -12,7 +12,7 @@
 #include "titan/platform/memory.h"
 
 namespace titan::platform {
-namespace {
+namespace unit_platform_allocation_cache_test {
 
 TEST(AllocationCache, SizeClassesCoverTheRequestWithinAnEighth) {
   for (size_t bytes : {size_t(1), size_t(511), size_t(4096), size_t(4097), size_t(1) << 20,
@@ -66,5 +66,5 @@ TEST(AllocationCache, TheSecondStepTakesNothingFromTheSystem) {
   EXPECT_GT(memory_peaks(cpu).system_allocs, 0);
 }
 
-}  // namespace
+}  // namespace unit_platform_allocation_cache_test
 }  // namespace titan::platform

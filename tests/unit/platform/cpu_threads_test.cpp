@@ -21,7 +21,7 @@
 #include "titan/platform/cpu_threads.h"
 
 namespace titan::platform {
-namespace {
+namespace unit_platform_cpu_threads_test {
 
 using Clock = std::chrono::steady_clock;
 
@@ -165,5 +165,5 @@ TEST(ThreadGovernor, KeepsItsThreadsWhenNotAdapting) {
   EXPECT_EQ(torch::get_num_threads(), cores);
 }
 
-}  // namespace
+}  // namespace unit_platform_cpu_threads_test
 }  // namespace titan::platform

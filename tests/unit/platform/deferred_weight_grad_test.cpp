@@ -16,7 +16,7 @@
 #include "titan/platform/deferred_weight_grad.h"
 
 namespace titan::platform {
-namespace {
+namespace unit_platform_deferred_weight_grad_test {
 
 const auto kF64 = torch::TensorOptions().dtype(torch::kFloat64);
 
@@ -167,5 +167,5 @@ TEST(DeferredWeightGrad, FirstStageInputPassTakesTheUndeferrableParameters) {
   expect_same(grads_of(all), want);
 }
 
-}  // namespace
+}  // namespace unit_platform_deferred_weight_grad_test
 }  // namespace titan::platform

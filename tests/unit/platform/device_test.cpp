@@ -8,7 +8,7 @@
 #include "titan/platform/memory.h"
 
 namespace titan::platform {
-namespace {
+namespace unit_platform_device_test {
 
 TEST(PeakFlops, KnownAcceleratorsByTheirCudaOrNeuronNames) {
   const std::vector<std::pair<std::string, double>> bf16 = {
@@ -63,5 +63,5 @@ TEST(MemoryPeaks, CpuPeakIsTheLargestLiveTensorBytesSinceTheReset) {
   EXPECT_LT(memory_peaks(torch::kCPU).max_active, before + (int64_t{4} << 20));
 }
 
-}  // namespace
+}  // namespace unit_platform_device_test
 }  // namespace titan::platform

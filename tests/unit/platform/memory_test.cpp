@@ -9,7 +9,7 @@
 #include <vector>
 
 namespace titan::platform {
-namespace {
+namespace unit_platform_memory_test {
 
 int64_t live(MemoryCategory c) { return live_bytes_by_category()[index_of(c)]; }
 
@@ -101,5 +101,5 @@ TEST(MemoryCategories, ARefusedAllocationIsOutOfMemoryAndRecordsWhatWasAlive) {
   EXPECT_GE(failure->live[index_of(MemoryCategory::Activations)], kMiB);
 }
 
-}  // namespace
+}  // namespace unit_platform_memory_test
 }  // namespace titan::platform

@@ -11,7 +11,7 @@
 #include "titan/platform/logging.h"
 
 namespace titan::platform {
-namespace {
+namespace unit_platform_progress_test {
 
 TEST(Progress, DurationsReadAsSecondsMinutesOrHours) {
   EXPECT_EQ(format_duration(0), "0s");
@@ -45,5 +45,5 @@ TEST(Progress, LinesComeOnlyAfterTheIntervalAndNameTheWorkDoneAndLeft) {
       << log;
 }
 
-}  // namespace
+}  // namespace unit_platform_progress_test
 }  // namespace titan::platform

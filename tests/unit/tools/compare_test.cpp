@@ -11,7 +11,7 @@
 #include "titan/errors.h"
 
 namespace titan {
-namespace {
+namespace unit_tools_compare_test {
 
 namespace fs = std::filesystem;
 using testing::run_command;
@@ -246,5 +246,5 @@ TEST_F(CompareTest, ComparesOnlyCommonStepsAndKeepsTheLastRecordOfAStep) {
   EXPECT_NEAR(c.max_grad_norm_diff.value, (1.0 / 3.0 - 0.25) / (1.0 / 3.0), 1e-12);
 }
 
-}  // namespace
+}  // namespace unit_tools_compare_test
 }  // namespace titan

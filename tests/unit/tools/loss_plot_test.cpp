@@ -8,7 +8,7 @@
 #include <regex>
 
 namespace titan::tools {
-namespace {
+namespace unit_tools_loss_plot_test {
 
 size_t count(const std::string& text, const std::string& what) {
   size_t n = 0;
@@ -87,5 +87,5 @@ TEST(LossPlot, ASinglePointStillScales) {
   EXPECT_EQ(svg.find("inf"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace unit_tools_loss_plot_test
 }  // namespace titan::tools

@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 namespace titan::tools {
-namespace {
+namespace unit_tools_memory_timeline_test {
 
 using platform::MemoryCategory;
 using Kind = MemoryEvent::Kind;
@@ -79,5 +79,5 @@ TEST(MemoryTimeline, ThePeaksAllocationIsNamedByItsFinalCategory) {
   EXPECT_TRUE(t.peak.activation_gradients_by_block.empty());
 }
 
-}  // namespace
+}  // namespace unit_tools_memory_timeline_test
 }  // namespace titan::tools

@@ -8,7 +8,7 @@
 #include "titan/train/train_spec.h"
 
 namespace titan::tools {
-namespace {
+namespace unit_tools_plan_test {
 
 // Llama 3.1 8B by hand: dim 4096, 32 layers, 32 heads, 8 KV heads (head_dim 128), FFN hidden
 // 14336, vocab 128256, untied output.
@@ -201,5 +201,5 @@ TEST(Plan, Qwen3_8BOnTp4Fsdp16FitsInAFewGiB) {
   EXPECT_TRUE(plan.caveats.empty());
 }
 
-}  // namespace
+}  // namespace unit_tools_plan_test
 }  // namespace titan::tools

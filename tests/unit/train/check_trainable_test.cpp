@@ -10,7 +10,7 @@
 #include "titan/train/trainer.h"
 
 namespace titan::train {
-namespace {
+namespace unit_train_check_trainable_test {
 
 config::JobConfig job_of(const std::vector<std::string>& args) {
   return config::resolve(config::parse_command_line(args));
@@ -97,5 +97,5 @@ TEST(CheckTrainable, ProfilingWindowMustFitItsFrequency) {
       check_trainable(fits, distributed::ParallelDims::from_config(fits.parallelism, 1)));
 }
 
-}  // namespace
+}  // namespace unit_train_check_trainable_test
 }  // namespace titan::train

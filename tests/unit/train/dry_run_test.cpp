@@ -20,7 +20,7 @@
 #include "titan/config/resolve.h"
 
 namespace titan::train {
-namespace {
+namespace unit_train_dry_run_test {
 
 config::JobConfig named(const std::string& module, const std::string& name) {
   return config::resolve(config::parse_command_line({"--module", module, "--config", name}));
@@ -144,5 +144,5 @@ TEST(DryRun, ThroughTheLauncherItAllocatesNothing) {
   std::filesystem::remove_all(dir);
 }
 
-}  // namespace
+}  // namespace unit_train_dry_run_test
 }  // namespace titan::train

@@ -5,7 +5,7 @@
 #include "titan/train/train_spec.h"
 
 namespace titan::train {
-namespace {
+namespace unit_train_train_spec_test {
 
 TEST(TrainSpecRegistry, ListsFamilies) {
   EXPECT_EQ(train_spec_names(), (std::vector<std::string>{"llama3", "qwen3", "deepseek_v3"}));
@@ -40,5 +40,5 @@ TEST(TrainSpecRegistry, BuildsEveryDebugFlavor) {
   }
 }
 
-}  // namespace
+}  // namespace unit_train_train_spec_test
 }  // namespace titan::train

@@ -19,7 +19,7 @@
 #include "titan/errors.h"
 
 namespace titan::components::checkpoint {
-namespace {
+namespace unit_components_checkpoint_checkpoint_manager_test {
 
 namespace fs = std::filesystem;
 using testing::FullState;
@@ -553,5 +553,5 @@ TEST(MultiProcess, SigkillMidSaveKeepsThePreviousCheckpoint) {
   fs::remove_all(dump);
 }
 
-}  // namespace
+}  // namespace unit_components_checkpoint_checkpoint_manager_test
 }  // namespace titan::components::checkpoint

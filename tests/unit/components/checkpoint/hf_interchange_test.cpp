@@ -23,7 +23,7 @@
 #include "titan/train/train_spec.h"
 
 namespace titan::components::checkpoint {
-namespace {
+namespace unit_components_checkpoint_hf_interchange_test {
 
 namespace fs = std::filesystem;
 
@@ -390,5 +390,5 @@ TEST_F(HfInterchange, ConvertCommandBothWays) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
 }
 
-}  // namespace
+}  // namespace unit_components_checkpoint_hf_interchange_test
 }  // namespace titan::components::checkpoint

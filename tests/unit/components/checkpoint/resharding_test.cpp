@@ -14,7 +14,7 @@
 #include "titan/errors.h"
 
 namespace titan::components::checkpoint {
-namespace {
+namespace unit_components_checkpoint_resharding_test {
 
 namespace fs = std::filesystem;
 using testing::FullState;
@@ -196,5 +196,5 @@ TEST_F(Resharding, LoadsIntoAnotherDtypeAndRefusesMisfitPieces) {
   }
 }
 
-}  // namespace
+}  // namespace unit_components_checkpoint_resharding_test
 }  // namespace titan::components::checkpoint

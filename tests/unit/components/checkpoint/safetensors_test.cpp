@@ -11,7 +11,7 @@
 #include "titan/errors.h"
 
 namespace titan::components {
-namespace {
+namespace unit_components_checkpoint_safetensors_test {
 
 namespace fs = std::filesystem;
 
@@ -265,5 +265,5 @@ TEST_F(Safetensors, UnsupportedDtypeOnWrite) {
   }
 }
 
-}  // namespace
+}  // namespace unit_components_checkpoint_safetensors_test
 }  // namespace titan::components

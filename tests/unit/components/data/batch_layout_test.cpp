@@ -7,7 +7,7 @@
 #include "titan/errors.h"
 
 namespace titan::components::data {
-namespace {
+namespace unit_components_data_batch_layout_test {
 
 TEST(BatchLayout, DefaultGlobalBatchIsLocalTimesDp) {
   BatchLayout layout(8, -1, 1, 4);
@@ -59,5 +59,5 @@ TEST(BatchLayout, RejectsImpossibleLayouts) {
   EXPECT_THROW(layout.ordinal(0, 0, 2), std::out_of_range);
 }
 
-}  // namespace
+}  // namespace unit_components_data_batch_layout_test
 }  // namespace titan::components::data

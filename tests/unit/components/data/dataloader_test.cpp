@@ -13,7 +13,7 @@
 #include "titan/errors.h"
 
 namespace titan::components::data {
-namespace {
+namespace unit_components_data_dataloader_test {
 
 namespace fs = std::filesystem;
 using testing_support::CountingByteTokenizer;
@@ -344,5 +344,5 @@ TEST(DataLoaderRealistic, KjvBibleWhenPrepared) {
   EXPECT_EQ(start, "Genesis 1");
 }
 
-}  // namespace
+}  // namespace unit_components_data_dataloader_test
 }  // namespace titan::components::data

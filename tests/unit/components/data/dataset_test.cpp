@@ -8,7 +8,7 @@
 #include "titan/errors.h"
 
 namespace titan::components::data {
-namespace {
+namespace unit_components_data_dataset_test {
 
 using testing_support::error_message;
 using testing_support::ScopedEnv;
@@ -93,5 +93,5 @@ TEST(Dataset, FolderWithoutDocumentsIsADataError) {
                        "holds no .jsonl or .txt dataset files"));
 }
 
-}  // namespace
+}  // namespace unit_components_data_dataset_test
 }  // namespace titan::components::data

@@ -10,7 +10,7 @@
 #include "test_support.h"
 
 namespace titan::components::data {
-namespace {
+namespace unit_components_data_documents_test {
 
 using testing_support::error_message;
 
@@ -113,5 +113,5 @@ TEST(Documents, UnsupportedExtensionIsAnError) {
   EXPECT_FALSE(is_document_file("a/b.json"));
 }
 
-}  // namespace
+}  // namespace unit_components_data_documents_test
 }  // namespace titan::components::data

@@ -5,7 +5,7 @@
 #include <string>
 
 namespace titan::components::data {
-namespace {
+namespace unit_components_data_sha256_test {
 
 // FIPS 180-4 example vectors (NIST CSRC "SHA256.pdf").
 TEST(Sha256, MatchesTheStandardVectors) {
@@ -17,5 +17,5 @@ TEST(Sha256, MatchesTheStandardVectors) {
             "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
-}  // namespace
+}  // namespace unit_components_data_sha256_test
 }  // namespace titan::components::data

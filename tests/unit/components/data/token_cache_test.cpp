@@ -13,7 +13,7 @@
 #include "titan/errors.h"
 
 namespace titan::components::data {
-namespace {
+namespace unit_components_data_token_cache_test {
 
 namespace fs = std::filesystem;
 using testing_support::CountingByteTokenizer;
@@ -229,5 +229,5 @@ TEST(TokenCache, DefaultFolderFollowsTitanCacheDir) {
   EXPECT_EQ(default_token_cache_dir(), fs::path("/home/someone/.cache/titan/tokens"));
 }
 
-}  // namespace
+}  // namespace unit_components_data_token_cache_test
 }  // namespace titan::components::data

@@ -5,7 +5,7 @@
 #include <string>
 
 namespace titan::components::data {
-namespace {
+namespace unit_components_data_utf8_test {
 
 TEST(Utf8, AcceptsWellFormedText) {
   EXPECT_EQ(find_invalid_utf8(""), std::nullopt);
@@ -41,5 +41,5 @@ TEST(Utf8, LossyReplacesEachMaximalSubpart) {
   EXPECT_EQ(utf8_lossy("x\xFFy\x80"), "x" + r + "y" + r);
 }
 
-}  // namespace
+}  // namespace unit_components_data_utf8_test
 }  // namespace titan::components::data

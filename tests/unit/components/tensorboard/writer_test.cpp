@@ -9,7 +9,7 @@
 #include "titan/components/tensorboard/writer.h"
 
 namespace titan::components::tensorboard {
-namespace {
+namespace unit_components_tensorboard_writer_test {
 
 uint32_t mask(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + 0xa282ead8u; }
 
@@ -54,5 +54,5 @@ TEST(EventWriter, FramesEveryRecord) {
   EXPECT_NE(bytes.find("loss"), std::string::npos);
 }
 
-}  // namespace
+}  // namespace unit_components_tensorboard_writer_test
 }  // namespace titan::components::tensorboard

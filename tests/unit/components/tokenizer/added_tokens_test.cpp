@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace titan::components::tokenizer {
-namespace {
+namespace unit_components_tokenizer_added_tokens_test {
 
 std::vector<std::pair<std::string, int32_t>> split(const AddedTokenMatcher& m,
                                                    const std::string& text) {
@@ -29,5 +29,5 @@ TEST(AddedTokenMatcher, NoTokensLeavesTextWhole) {
   EXPECT_EQ(split(m, "<a>"), (Split{{"<a>", -1}}));
 }
 
-}  // namespace
+}  // namespace unit_components_tokenizer_added_tokens_test
 }  // namespace titan::components::tokenizer

@@ -5,7 +5,7 @@
 #include "titan/errors.h"
 
 namespace titan::components::tokenizer {
-namespace {
+namespace unit_components_tokenizer_bpe_test {
 
 // Bytes 0..255 as ids 0..255, then the given tokens at 256, 257, ...
 Vocab vocab_with(const std::vector<std::string>& tokens) {
@@ -90,5 +90,5 @@ TEST(Bpe, MissingBytesAreDroppedOrUnknown) {
   EXPECT_EQ(dropped.missing_bytes(), 254);
 }
 
-}  // namespace
+}  // namespace unit_components_tokenizer_bpe_test
 }  // namespace titan::components::tokenizer

@@ -5,7 +5,7 @@
 #include "titan/components/tokenizer/base64.h"
 
 namespace titan::components::tokenizer {
-namespace {
+namespace unit_components_tokenizer_byte_level_test {
 
 TEST(ByteLevel, Gpt2Alphabet) {
   EXPECT_EQ(byte_level_char(' '), "\u0120");   // Ġ
@@ -45,5 +45,5 @@ TEST(Base64, RejectsMalformedText) {
   EXPECT_EQ(base64_decode("=AAA"), std::nullopt);  // padding first
 }
 
-}  // namespace
+}  // namespace unit_components_tokenizer_byte_level_test
 }  // namespace titan::components::tokenizer

@@ -5,7 +5,7 @@
 #include "titan/errors.h"
 
 namespace titan::components {
-namespace {
+namespace unit_components_tokenizer_byte_tokenizer_test {
 
 TEST(ByteTokenizer, LoadsForAnEmptyPathOrByte) {
   EXPECT_EQ(load_tokenizer("")->describe(), "byte");
@@ -46,5 +46,5 @@ TEST(ByteTokenizer, DecodeTextReplacesACutCharacter) {
   EXPECT_EQ(tok->decode_text({104, 0xE2, 0x82, 0xAC}), "h\xE2\x82\xAC");
 }
 
-}  // namespace
+}  // namespace unit_components_tokenizer_byte_tokenizer_test
 }  // namespace titan::components

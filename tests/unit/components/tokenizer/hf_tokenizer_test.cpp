@@ -12,7 +12,7 @@
 #include "titan/errors.h"
 
 namespace titan::components {
-namespace {
+namespace unit_components_tokenizer_hf_tokenizer_test {
 
 const std::string kTokenizers = std::string(TITAN_SHARED_DATA) + "/tokenizers/";
 
@@ -190,5 +190,5 @@ TEST(HfTokenizer, EncodeIsThreadSafe) {
   }
 }
 
-}  // namespace
+}  // namespace unit_components_tokenizer_hf_tokenizer_test
 }  // namespace titan::components

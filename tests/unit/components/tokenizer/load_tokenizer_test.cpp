@@ -13,12 +13,12 @@
 #include "titan/errors.h"
 
 namespace titan::components {
-namespace {
+namespace unit_components_tokenizer_load_tokenizer_test {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-class LoadTokenizer : public testing::Test {
+class LoadTokenizer : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = fs::temp_directory_path() / ("titan_tok_" + std::to_string(std::random_device{}()));
@@ -200,5 +200,5 @@ TEST_F(LoadTokenizer, TiktokenWithoutAllBytes) {
   EXPECT_NE(error.find("no token for byte 0x00"), std::string::npos) << error;
 }
 
-}  // namespace
+}  // namespace unit_components_tokenizer_load_tokenizer_test
 }  // namespace titan::components

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace titan::components::tokenizer {
-namespace {
+namespace unit_components_tokenizer_normalizer_test {
 
 std::string normalize(const Normalizer& n, const std::string& text) {
   std::string storage;
@@ -26,5 +26,5 @@ TEST(Normalizer, InvalidUtf8IsLeftAlone) {
   EXPECT_EQ(normalize(Normalizer({UnicodeForm::kNFC}), bad), bad);
 }
 
-}  // namespace
+}  // namespace unit_components_tokenizer_normalizer_test
 }  // namespace titan::components::tokenizer

@@ -3,7 +3,7 @@
 #include <gtest/gtest.h>
 
 namespace titan::components::tokenizer {
-namespace {
+namespace unit_components_tokenizer_pretokenizer_test {
 
 std::vector<std::string> run(const PreTokenizer& stage, const std::string& text) {
   PreTokens tokens;
@@ -66,5 +66,5 @@ TEST(SequencePreTokenizer, AppliesStagesInOrder) {
             (Pieces{" ab", " 1", " 2", " c"}));
 }
 
-}  // namespace
+}  // namespace unit_components_tokenizer_pretokenizer_test
 }  // namespace titan::components::tokenizer

@@ -11,7 +11,7 @@
 #include "titan/components/tokenizer/tokenizer_files.h"
 
 namespace titan::components {
-namespace {
+namespace unit_components_tokenizer_tiktoken_tokenizer_test {
 
 const std::string kModel =
     std::string(TITAN_SHARED_DATA) + "/tokenizers/tiktoken_test/test_tiktoken.model";
@@ -111,5 +111,5 @@ TEST(TiktokenTokenizer, MatchesNaiveRankMergingOnACorpus) {
   EXPECT_EQ(tok().encode(text), expected);
 }
 
-}  // namespace
+}  // namespace unit_components_tokenizer_tiktoken_tokenizer_test
 }  // namespace titan::components

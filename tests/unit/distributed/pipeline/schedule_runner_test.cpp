@@ -20,7 +20,7 @@
 #include "titan/models/common/transformer.h"
 
 namespace titan::distributed::pipeline {
-namespace {
+namespace unit_distributed_pipeline_schedule_runner_test {
 
 constexpr uint64_t kSeed = 7;
 constexpr int64_t kBatch = 4, kSeq = 8;
@@ -177,5 +177,5 @@ TEST(ScheduleRunner, APeerThatNeverSendsTimesOutNamingTheActionAndMicrobatch) {
   }
 }
 
-}  // namespace
+}  // namespace unit_distributed_pipeline_schedule_runner_test
 }  // namespace titan::distributed::pipeline

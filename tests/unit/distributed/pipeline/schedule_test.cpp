@@ -20,7 +20,7 @@
 #include "titan/errors.h"
 
 namespace titan::distributed::pipeline {
-namespace {
+namespace unit_distributed_pipeline_schedule_test {
 
 struct Shape {
   ScheduleKind kind;
@@ -247,5 +247,5 @@ TEST(PipelineScheduleStats, BubbleAndActivationsInFlight) {
   EXPECT_LT(zbv, 0.5 * one_f_one_b);
 }
 
-}  // namespace
+}  // namespace unit_distributed_pipeline_schedule_test
 }  // namespace titan::distributed::pipeline

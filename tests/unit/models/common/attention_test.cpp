@@ -9,7 +9,7 @@
 #include "titan/models/common/rope.h"
 
 namespace titan::models {
-namespace {
+namespace unit_models_common_attention_test {
 
 // Per position t and head: q = rmsnorm(Wq x)[head] * q_norm, RoPE at angle t f_i on pairs
 // (i, i + Dh/2), causal softmax scaled by Dh^-0.5 over kv head h / G, then Wo.
@@ -103,5 +103,5 @@ TEST(Attention, RejectsHeadsThatDoNotGroup) {
   EXPECT_THROW(Attention(o, torch::TensorOptions()), ConfigError);
 }
 
-}  // namespace
+}  // namespace unit_models_common_attention_test
 }  // namespace titan::models

@@ -7,7 +7,7 @@
 #include "titan/models/common/block_trace.h"
 
 namespace titan::models {
-namespace {
+namespace unit_models_common_block_trace_test {
 
 using platform::MemoryCategory;
 
@@ -56,5 +56,5 @@ TEST(BlockTrace, TracingOffAddsNoNode) {
   EXPECT_EQ(piece.seen.category, MemoryCategory::Other);
 }
 
-}  // namespace
+}  // namespace unit_models_common_block_trace_test
 }  // namespace titan::models

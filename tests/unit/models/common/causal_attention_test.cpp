@@ -10,7 +10,7 @@
 #include "titan/models/common/causal_attention.h"
 
 namespace titan::models {
-namespace {
+namespace unit_models_common_causal_attention_test {
 
 struct Case {
   int64_t heads, kv_heads, seq;
@@ -98,5 +98,5 @@ TEST(CausalAttentionPrecision, RejectsUngroupableHeads) {
   EXPECT_THROW(causal_attention(q, kv, kv, 1.0), c10::Error);
 }
 
-}  // namespace
+}  // namespace unit_models_common_causal_attention_test
 }  // namespace titan::models

@@ -11,7 +11,7 @@
 #include "support/dense_attention.h"
 
 namespace titan::models {
-namespace {
+namespace unit_models_common_chunked_attention_test {
 
 struct Case {
   int64_t heads, kv_heads, head_dim, value_dim, chunks, chunk_len;
@@ -85,5 +85,5 @@ TEST(ChunkedAttentionPrecision, RefusesQueriesWithoutTheirOwnKeys) {
   EXPECT_THROW(chunked_causal_attention(q, kv, kv, 1.0, {{0}, {0}, 3}), c10::Error);  // shapes
 }
 
-}  // namespace
+}  // namespace unit_models_common_chunked_attention_test
 }  // namespace titan::models

@@ -6,7 +6,7 @@
 #include "titan/models/common/feed_forward.h"
 
 namespace titan::models {
-namespace {
+namespace unit_models_common_feed_forward_test {
 
 TEST(FeedForward, MatchesLoopInFloat64) {
   torch::manual_seed(4);
@@ -50,5 +50,5 @@ TEST(FeedForward, HiddenDimRuleOfTorchTitan) {
   EXPECT_EQ(ffn_hidden_dim(16384, 4096, 1.2), 53248);      // Llama 3.1 405B
 }
 
-}  // namespace
+}  // namespace unit_models_common_feed_forward_test
 }  // namespace titan::models

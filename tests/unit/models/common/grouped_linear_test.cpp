@@ -5,7 +5,7 @@
 #include "titan/models/common/grouped_linear.h"
 
 namespace titan::models {
-namespace {
+namespace unit_models_common_grouped_linear_test {
 
 TEST(GroupedLinear, MatchesOneLinearPerGroupWithEmptyGroups) {
   torch::manual_seed(7);
@@ -33,5 +33,5 @@ TEST(GroupedLinear, MatchesOneLinearPerGroupWithEmptyGroups) {
   for (int64_t e : {0, 2, 5}) EXPECT_EQ(dw[e].abs().max().item<double>(), 0.0);
 }
 
-}  // namespace
+}  // namespace unit_models_common_grouped_linear_test
 }  // namespace titan::models

@@ -10,7 +10,7 @@
 #include "titan/models/common/transformer.h"
 
 namespace titan::models {
-namespace {
+namespace unit_models_common_hf_adapter_test {
 
 std::string dir(const std::string& name) { return std::string(TITAN_SHARED_DATA) + "/models/" + name; }
 
@@ -118,5 +118,5 @@ TEST(HfAdapter, ConfigErrorsNameTheKey) {
             std::string::npos);
 }
 
-}  // namespace
+}  // namespace unit_models_common_hf_adapter_test
 }  // namespace titan::models

@@ -8,7 +8,7 @@
 #include <cmath>
 
 namespace titan::models {
-namespace {
+namespace unit_models_common_init_test {
 
 // Random123 1.09, examples/kat_vectors: philox4x32 with 10 rounds.
 TEST(Init, PhiloxMatchesRandom123KnownAnswers) {
@@ -57,5 +57,5 @@ TEST(Init, DrawsFollowTheRule) {
   EXPECT_TRUE(torch::equal(t, torch::ones_like(t)));
 }
 
-}  // namespace
+}  // namespace unit_models_common_init_test
 }  // namespace titan::models

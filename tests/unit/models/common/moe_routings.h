@@ -5,10 +5,10 @@
 
 #include "titan/models/common/moe.h"
 
-namespace titan::models::testing {
+namespace titan::testing {
 
-inline MoEArgs softmax_routing() {
-  MoEArgs a;
+inline models::MoEArgs softmax_routing() {
+  models::MoEArgs a;
   a.num_experts = 12;
   a.hidden_dim = 5;
   a.top_k = 2;
@@ -18,12 +18,12 @@ inline MoEArgs softmax_routing() {
   return a;
 }
 
-inline MoEArgs sigmoid_group_routing() {
-  MoEArgs a;
+inline models::MoEArgs sigmoid_group_routing() {
+  models::MoEArgs a;
   a.num_experts = 8;
   a.hidden_dim = 4;
   a.top_k = 3;
-  a.score_func = MoEArgs::ScoreFunc::Sigmoid;
+  a.score_func = models::MoEArgs::ScoreFunc::Sigmoid;
   a.route_norm = true;
   a.route_scale = 2.5;
   a.num_expert_groups = 4;
@@ -32,14 +32,14 @@ inline MoEArgs sigmoid_group_routing() {
   return a;
 }
 
-inline MoEArgs score_before_routing() {
-  MoEArgs a;
+inline models::MoEArgs score_before_routing() {
+  models::MoEArgs a;
   a.num_experts = 4;
   a.hidden_dim = 3;
   a.top_k = 2;
   a.score_before_experts = true;
-  a.score_func = MoEArgs::ScoreFunc::Sigmoid;
+  a.score_func = models::MoEArgs::ScoreFunc::Sigmoid;
   return a;
 }
 
-}  // namespace titan::models::testing
+}  // namespace titan::testing

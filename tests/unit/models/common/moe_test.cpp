@@ -14,7 +14,7 @@
 #include "titan/errors.h"
 
 namespace titan::models {
-namespace {
+namespace unit_models_common_moe_test {
 
 constexpr double kTol = 1e-9;
 
@@ -279,5 +279,5 @@ TEST(MoE, RefusesArgumentsThatCannotRoute) {
   refused([](MoEArgs& a) { a.hidden_dim = 0; });
 }
 
-}  // namespace
+}  // namespace unit_models_common_moe_test
 }  // namespace titan::models

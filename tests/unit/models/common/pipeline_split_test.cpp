@@ -13,7 +13,7 @@
 #include "titan/train/train_spec.h"
 
 namespace titan::models {
-namespace {
+namespace unit_models_common_pipeline_split_test {
 
 // A part's pieces by TorchTitan's module names (its output projection is "lm_head").
 std::vector<std::string> fqns(const PartRange& part) {
@@ -131,5 +131,5 @@ TEST(PipelineSplit, TheFamilysHookSplitsAFlavorIntoPartsThatCoverTheModel) {
   EXPECT_THROW(spec.pipeline_split("8B", {40, 1, 1, {}}), ConfigError);
 }
 
-}  // namespace
+}  // namespace unit_models_common_pipeline_split_test
 }  // namespace titan::models

@@ -6,7 +6,7 @@
 #include "titan/models/common/rmsnorm.h"
 
 namespace titan::models {
-namespace {
+namespace unit_models_common_rmsnorm_test {
 
 torch::Tensor reference(const torch::Tensor& x, const torch::Tensor& w, double eps) {
   auto xa = x.to(torch::kFloat64).contiguous();
@@ -67,5 +67,5 @@ TEST(RMSNorm, StartsAtOnesAndInitialisesToOnes) {
   EXPECT_TRUE(torch::equal(norm->weight, torch::ones({4})));
 }
 
-}  // namespace
+}  // namespace unit_models_common_rmsnorm_test
 }  // namespace titan::models

@@ -12,7 +12,7 @@
 #include "titan/models/common/rope.h"
 
 namespace titan::models {
-namespace {
+namespace unit_models_common_rope_test {
 
 std::vector<double> expected_inv_freq(const std::string& model) {
   std::ifstream in(std::string(TITAN_SHARED_DATA) + "/models/" + model + "/expected.json");
@@ -103,5 +103,5 @@ TEST(Rope, RejectsOddHeadDim) {
   EXPECT_THROW(rope_inv_freq({7, 10000.0, std::nullopt, std::nullopt}), ConfigError);
 }
 
-}  // namespace
+}  // namespace unit_models_common_rope_test
 }  // namespace titan::models

@@ -15,7 +15,7 @@
 #include "titan/tools/plan.h"
 
 namespace titan::models {
-namespace {
+namespace unit_models_common_transformer_block_test {
 
 // A two-matrix ReLU MLP: out = w2(relu(w1 x)); saves the w1 output and the w2 input.
 class ReluFeedForward : public FeedForwardPart {
@@ -115,5 +115,5 @@ TEST(TransformerBlock, APartWithoutATensorParallelPlanIsRefusedByName) {
   });
 }
 
-}  // namespace
+}  // namespace unit_models_common_transformer_block_test
 }  // namespace titan::models

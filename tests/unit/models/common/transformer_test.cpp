@@ -12,7 +12,7 @@
 #include "titan/models/common/transformer_block.h"
 
 namespace titan::models {
-namespace {
+namespace unit_models_common_transformer_test {
 
 TransformerArgs small_args(bool tied) {
   TransformerArgs a;
@@ -157,5 +157,5 @@ TEST(Transformer, TiedEmbeddingsStayInOnePart) {
                ConfigError);
 }
 
-}  // namespace
+}  // namespace unit_models_common_transformer_test
 }  // namespace titan::models

@@ -13,7 +13,7 @@
 #include "titan/models/deepseek_v3/train_spec.h"
 
 namespace titan {
-namespace {
+namespace unit_models_deepseek_v3_deepseek_v3_test {
 
 void check_deepseek_v3_tiny(torch::ScalarType dtype, const testing::MoeTolerances& tol) {
   auto model = testing::check_moe_parity("deepseek_v3_tiny", dtype, tol);
@@ -151,5 +151,5 @@ TEST(DeepseekV3Flavors, SizesCountEveryExpertAndFlopsTheActiveOnes) {
   EXPECT_EQ(moe->shared_experts->w1->weight.size(0), 512);  // 2 shared experts of width 256
 }
 
-}  // namespace
+}  // namespace unit_models_deepseek_v3_deepseek_v3_test
 }  // namespace titan

@@ -15,7 +15,7 @@
 #include "titan/models/llama3/train_spec.h"
 
 namespace titan {
-namespace {
+namespace unit_models_llama3_llama3_test {
 
 using testing::load_expected;
 using testing::load_hf_model;
@@ -207,5 +207,5 @@ TEST(Llama3Flavors, UnknownFlavorNamesTheValidOnes) {
   }
 }
 
-}  // namespace
+}  // namespace unit_models_llama3_llama3_test
 }  // namespace titan

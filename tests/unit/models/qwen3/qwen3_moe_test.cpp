@@ -9,7 +9,7 @@
 #include "titan/models/common/transformer_block.h"
 
 namespace titan {
-namespace {
+namespace unit_models_qwen3_qwen3_moe_test {
 
 void check_qwen3_moe_tiny(torch::ScalarType dtype, const testing::MoeTolerances& tol) {
   auto model = testing::check_moe_parity("qwen3_moe_tiny", dtype, tol);
@@ -51,5 +51,5 @@ TEST(Qwen3MoeFlavors, SizesCountEveryExpertAndFlopsTheActiveOnes) {
   EXPECT_EQ(moe->experts->w1->weight.sizes(), (std::vector<int64_t>{64, 768, 256}));
 }
 
-}  // namespace
+}  // namespace unit_models_qwen3_qwen3_moe_test
 }  // namespace titan

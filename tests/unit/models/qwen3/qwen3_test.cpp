@@ -10,7 +10,7 @@
 #include "titan/models/qwen3/train_spec.h"
 
 namespace titan {
-namespace {
+namespace unit_models_qwen3_qwen3_test {
 
 using testing::load_expected;
 using testing::rel_err;
@@ -91,5 +91,5 @@ TEST(Qwen3Flavors, FlopsUseTheExplicitHeadDim) {
   EXPECT_EQ(model->flops_per_token(4096), 6 * (params - embedding) + int64_t{12} * 28 * 16 * 128 * 4096);
 }
 
-}  // namespace
+}  // namespace unit_models_qwen3_qwen3_test
 }  // namespace titan

@@ -14,7 +14,7 @@
 #include "titan/models/common/kernels/cpu_isa.h"
 
 namespace titan::models::kernels {
-namespace {
+namespace unit_models_common_kernels_attention_test {
 
 using testing::max_rel;
 
@@ -120,5 +120,5 @@ TEST(AttentionKernel, RefusesWhatItDoesNotCompute) {
   EXPECT_THROW(causal_attention(t, torch::zeros({1, 2, 8, 8}), t, 1.0), c10::Error);
 }
 
-}  // namespace
+}  // namespace unit_models_common_kernels_attention_test
 }  // namespace titan::models::kernels

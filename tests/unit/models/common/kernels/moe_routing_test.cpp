@@ -15,7 +15,7 @@
 #include "support/relative_error.h"
 
 namespace titan::models::kernels {
-namespace {
+namespace unit_models_common_kernels_moe_routing_test {
 
 using titan::testing::max_rel;
 
@@ -131,5 +131,5 @@ TEST(MoERoutingKernel, RefusesMismatchedShapes) {
                c10::Error);  // 3 logits for 4 experts
 }
 
-}  // namespace
+}  // namespace unit_models_common_kernels_moe_routing_test
 }  // namespace titan::models::kernels

@@ -13,7 +13,7 @@
 #include "titan/models/common/rmsnorm.h"
 
 namespace titan::models::kernels {
-namespace {
+namespace unit_models_common_kernels_rms_norm_test {
 
 constexpr double kEps = 1e-6;
 
@@ -159,5 +159,5 @@ TEST(ResidualRmsNormKernel, RefusesMismatchedInputs) {
   EXPECT_THROW(residual_rms_norm(x, torch::randn({2, 8}, torch::kFloat64), w, kEps), c10::Error);
 }
 
-}  // namespace
+}  // namespace unit_models_common_kernels_rms_norm_test
 }  // namespace titan::models::kernels

@@ -11,7 +11,7 @@
 #include "titan/models/common/rope.h"
 
 namespace titan::models::kernels {
-namespace {
+namespace unit_models_common_kernels_rope_test {
 
 struct Result {
   torch::Tensor out, dx;
@@ -100,5 +100,5 @@ TEST(RopeKernelChecks, RefusesMismatchedAngles) {
                c10::Error);
 }
 
-}  // namespace
+}  // namespace unit_models_common_kernels_rope_test
 }  // namespace titan::models::kernels

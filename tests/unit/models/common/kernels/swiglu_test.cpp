@@ -8,7 +8,7 @@
 #include "support/relative_error.h"
 
 namespace titan::models::kernels {
-namespace {
+namespace unit_models_common_kernels_swiglu_test {
 
 struct Result {
   torch::Tensor out, dgate, dup;
@@ -59,5 +59,5 @@ TEST(SwigluKernel, RefusesMismatchedInputs) {
   EXPECT_THROW(swiglu(torch::zeros({2}), torch::zeros({2}, torch::kFloat64)), c10::Error);
 }
 
-}  // namespace
+}  // namespace unit_models_common_kernels_swiglu_test
 }  // namespace titan::models::kernels
