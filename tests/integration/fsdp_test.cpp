@@ -3,7 +3,7 @@
 // as 1 rank, FSDP 2, FSDP 4, HSDP 2x2, DDP 4 and 1 rank with 4 accumulation steps gives the
 // same per-step losses and gradient norms within 1e-4 relative; resharding after forward or
 // not, and activation checkpointing (full, every 2nd block, op-level), give the same losses and
-// gradient norms; bf16 parameters train to within 2% of fp32's loss over 12 steps.
+// gradient norms; bf16 parameters train to within 2% of fp32's loss over 8 steps.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -72,8 +72,8 @@ TEST(Fsdp, ReshardAfterForwardAndCheckpointingKeepLosses) {
 
 TEST(Fsdp, Bf16ParametersTrackFp32) {
   const std::string fsdp2 = "--training.local_batch_size 4 ";
-  auto fp32 = run("NGPU=2", fsdp2, 12);
-  auto bf16 = run("NGPU=2", fsdp2 + "--training.mixed_precision_param bfloat16", 12);
+  auto fp32 = run("NGPU=2", fsdp2, 8);
+  auto bf16 = run("NGPU=2", fsdp2 + "--training.mixed_precision_param bfloat16", 8);
   double a = fp32.losses().back(), b = bf16.losses().back();
   EXPECT_NEAR(b, a, 0.02 * a) << "fp32 " << a << " vs bf16 " << b;
   // bf16 must really be used: rounding to 8 mantissa bits moves the curve off fp32's.

@@ -72,14 +72,11 @@ class LauncherRestart : public ::testing::Test {
 
 TEST_F(LauncherRestart, AKilledRankResumesFromTheLatestCheckpointWithTheSameLosses) {
   std::mt19937 rng(20261204);
-  std::vector<std::string> kills;
-  for (int i = 0; i < 2; ++i) {
-    const int rank = std::uniform_int_distribution<int>(0, 1)(rng);
-    const int step = std::uniform_int_distribution<int>(6, kSteps - 1)(rng);  // after a checkpoint
-    kills.push_back(std::to_string(rank) + ":" + std::to_string(step));
-  }
-  kills.push_back("1:10:save");  // mid-save: step-10 stays incomplete, step 5 is the latest
-  for (const auto& kill : kills) {
+  const int rank = std::uniform_int_distribution<int>(0, 1)(rng);
+  const int step = std::uniform_int_distribution<int>(6, kSteps - 1)(rng);  // after a checkpoint
+  // Then mid-save: step-10 stays incomplete, step 5 is the latest.
+  const std::string random_kill = std::to_string(rank) + ":" + std::to_string(step);
+  for (const std::string& kill : {random_kill, std::string("1:10:save")}) {
     auto run =
         testing::train("OMP_NUM_THREADS=1 NGPU=2 MAX_RESTARTS=2 TITAN_TEST_KILL_AT=" + kill, kArgs);
     expect_restarted_like(whole(), run, "killed at " + kill);
