@@ -50,7 +50,7 @@ Tokens tokens_of(const torch::Tensor& hidden, const torch::Tensor& weight,
   t.weight = weight;                                                        // weight: [Vl, D]
   auto local = labels.reshape({-1}) - (group ? group->rank() * vocab : 0);  // local: [N]
   t.local = local.masked_fill(local.lt(0).logical_or(local.ge(vocab)), -1);
-  t.block = loss_block(t.count(), vocab, options);
+  t.block = loss_block(t.count(), vocab, group != nullptr, options);
   t.softmax_dtype = weight.scalar_type() == torch::kFloat64 ? torch::kFloat64 : torch::kFloat;
   return t;
 }
@@ -118,8 +118,7 @@ torch::Tensor blocked_loss(const Tokens& tk, ProcessGroup* group, torch::Tensor*
   const int64_t n_tokens = tk.count();
   Stats s{torch::full({n_tokens}, -std::numeric_limits<double>::infinity(), stats),
           torch::zeros({n_tokens}, stats), torch::zeros({n_tokens}, stats)};
-  // A whole-vocabulary block on one rank has its softmax at once: one sweep.
-  const bool one_sweep = !group && tk.block.vocab >= tk.vocab();
+  const bool one_sweep = tk.block.one_sweep;
   for_each_block(tk, [&](int64_t t, int64_t n, int64_t v, int64_t m) {
     auto z = tk.logits(t, n, v, m);  // z: [n, m]
     add_block_stats(tk, t, v, z, s);
@@ -200,13 +199,26 @@ struct LinearCrossEntropy : public torch::autograd::Function<LinearCrossEntropy>
 
 }  // namespace
 
-LossBlock loss_block(int64_t tokens, int64_t vocab, const LinearCrossEntropyOptions& options) {
+LossBlock loss_block(int64_t tokens, int64_t vocab, bool sliced,
+                     const LinearCrossEntropyOptions& options) {
+  tokens = std::max<int64_t>(tokens, 1);
+  vocab = std::max<int64_t>(vocab, 1);
   LossBlock b;
-  b.tokens = std::min(std::max<int64_t>(tokens, 1),
-                      options.block_tokens > 0 ? options.block_tokens : kTokensPerBlock);
-  b.vocab = std::min(std::max<int64_t>(vocab, 1),
-                     options.block_vocab > 0 ? options.block_vocab
-                                             : std::max<int64_t>(1, kLogitsPerBlock / b.tokens));
+  if (options.block_tokens > 0 || options.block_vocab > 0) {  // as the caller says
+    b.tokens = std::min(tokens, options.block_tokens > 0 ? options.block_tokens : kTokensPerBlock);
+    b.vocab = std::min(vocab, options.block_vocab > 0
+                                  ? options.block_vocab
+                                  : std::max<int64_t>(1, kLogitsPerBlock / b.tokens));
+  } else {
+    b.tokens = std::min({tokens, kTokensPerBlock,
+                         std::max(kOneSweepTokens, kLogitsPerBlock / vocab)});
+    b.vocab = vocab;
+    if (sliced || b.tokens * vocab > kOneSweepLogits) {  // two sweeps, smaller blocks
+      b.tokens = std::min(tokens, kTokensPerBlock);
+      b.vocab = std::min(vocab, std::max<int64_t>(1, kLogitsPerBlock / b.tokens));
+    }
+  }
+  b.one_sweep = !sliced && b.vocab >= vocab;
   return b;
 }
 

@@ -1,15 +1,15 @@
 // Compile mode's loss: the output projection fused with the cross-entropy (as Liger-Kernel's
 // fused linear cross-entropy), so that the [tokens, vocab] logits, their fp32 copy and their
-// gradient never exist whole. The logits are computed in blocks of tokens x vocabulary rows
-// (at most kLogitsPerBlock of them): a first sweep gathers each token's log-sum-exp online
-// across the vocabulary blocks, a second computes the blocks again for the gradients of the
-// hidden states and the weight, right away in forward (the loss is the graph's last node, so
-// its upstream gradient is a scalar that backward only multiplies in). Whole-vocabulary blocks
-// (a small vocabulary) take one sweep. Blocks rather than whole rows keep the GEMMs' shapes
-// large and each weight gradient row written once per token block: with Qwen3's 151,936
-// vocabulary a whole-row chunk would hold 27 tokens. Under tensor parallelism the vocabulary
-// is already cut into the ranks' slices: the log-sum-exp then needs every slice (three
-// all-reduces of [tokens] vectors between the sweeps, as loss_parallel.h).
+// gradient never exist whole. The logits are computed in blocks of tokens x vocabulary rows.
+// On one rank a block holds whole vocabulary rows for at least kOneSweepTokens tokens (up to
+// kOneSweepLogits logits): its softmax is then complete at once, and the block's gradients of
+// the hidden states and the weight follow right away, three GEMMs as in eager (the loss is the
+// graph's last node, so its upstream gradient is a scalar that backward only multiplies in).
+// Otherwise (a vocabulary too large for that, or cut into tensor-parallel slices) blocks of at
+// most kLogitsPerBlock logits take two sweeps: the first gathers each token's log-sum-exp
+// online across the vocabulary blocks, the second computes the blocks again for the gradients
+// (four GEMMs). Under tensor parallelism the log-sum-exp needs every slice (three all-reduces
+// of [tokens] vectors between the sweeps, as loss_parallel.h).
 #pragma once
 
 #include <torch/torch.h>
@@ -20,10 +20,16 @@
 
 namespace titan::components {
 
-/// Logits one block holds (16 MiB in fp32).
+/// Logits one block of the two-sweep path holds (16 MiB in fp32).
 constexpr int64_t kLogitsPerBlock = int64_t(1) << 22;
 /// Tokens one block holds at most, unless LinearCrossEntropyOptions::block_tokens says.
 constexpr int64_t kTokensPerBlock = 1024;
+/// Tokens a one-sweep block holds at least: with fewer, the GEMMs over whole vocabulary rows
+/// slow down more than the second sweep costs (bench/NOTES.md, the fused loss in one sweep).
+constexpr int64_t kOneSweepTokens = 512;
+/// Logits a one-sweep block holds at most (512 MiB in fp32; 297 MiB at Qwen3's vocabulary):
+/// vocabularies above 262,144 rows take two sweeps.
+constexpr int64_t kOneSweepLogits = int64_t(1) << 27;
 
 struct LinearCrossEntropyOptions {
   /// Null: `weight` is the whole vocabulary. Else rank r of the group holds rows
@@ -35,11 +41,15 @@ struct LinearCrossEntropyOptions {
   int64_t block_vocab = 0;
 };
 
-/// One block's shape for `tokens` tokens over a local vocabulary of `vocab` rows.
+/// One block's shape for `tokens` tokens over a local vocabulary of `vocab` rows (a slice of
+/// it when `sliced`, under tensor parallelism); one sweep when its rows are the whole
+/// vocabulary.
 struct LossBlock {
   int64_t tokens = 1, vocab = 1;
+  bool one_sweep = false;
 };
-LossBlock loss_block(int64_t tokens, int64_t vocab, const LinearCrossEntropyOptions& options = {});
+LossBlock loss_block(int64_t tokens, int64_t vocab, bool sliced,
+                     const LinearCrossEntropyOptions& options = {});
 
 /// hidden: [B, S, D] in the weight's dtype, weight: [Vl, D], labels: [B, S] int64 in [0, V)
 /// -> scalar fp32 (fp64 for fp64 inputs): the sum over the B * S tokens of

@@ -206,7 +206,8 @@ LayoutPlan plan_layout(models::CausalLM& model, const config::JobConfig& job,
     const double vocab = static_cast<double>(ceil_div(shape.vocab_size, tp));
     const double tokens = static_cast<double>(plan.tokens_per_rank);
     if (distributed::compiles(job.compile, "loss")) {  // one block; dx and dw, kept from forward
-      const auto block = components::loss_block(plan.tokens_per_rank, ceil_div(shape.vocab_size, tp));
+      const auto block =
+          components::loss_block(plan.tokens_per_rank, ceil_div(shape.vocab_size, tp), tp > 1);
       m.logits = static_cast<double>(block.tokens * block.vocab) * (compute_bytes + kFp32) +
                  tokens * static_cast<double>(shape.dim * compute_bytes) +
                  vocab * static_cast<double>(shape.dim) * kFp32;

@@ -76,6 +76,26 @@ INSTANTIATE_TEST_SUITE_P(Blocks, LinearCrossEntropy,
                          ::testing::Combine(::testing::Values(1, 3, 4, 10),
                                             ::testing::Values(0, 1, 5, 12)));
 
+// On one rank the default blocks hold whole vocabulary rows (one sweep, three GEMMs) for at
+// least kOneSweepTokens tokens while they fit kOneSweepLogits; a larger vocabulary, or a
+// tensor-parallel slice, takes two sweeps over blocks of kLogitsPerBlock.
+TEST(LinearCrossEntropyBlocks, OneSweepOverWholeRowsWhereTheyFit) {
+  const auto qwen3 = loss_block(4096, 151936, false);
+  EXPECT_TRUE(qwen3.one_sweep);
+  EXPECT_EQ(qwen3.tokens, kOneSweepTokens);
+  EXPECT_EQ(qwen3.vocab, 151936);
+  const auto debug = loss_block(4096, 2048, false);
+  EXPECT_TRUE(debug.one_sweep);
+  EXPECT_EQ(debug.tokens, kTokensPerBlock);
+  EXPECT_TRUE(loss_block(100, 151936, false).one_sweep);
+  const auto huge = loss_block(4096, 300000, false);
+  EXPECT_FALSE(huge.one_sweep);
+  EXPECT_LE(huge.tokens * huge.vocab, kLogitsPerBlock);
+  const auto sliced = loss_block(4096, 151936 / 2, true);
+  EXPECT_FALSE(sliced.one_sweep);
+  EXPECT_EQ(sliced.tokens * sliced.vocab, kLogitsPerBlock);
+}
+
 TEST(LinearCrossEntropyPrecision, Float32AndBfloat16StayNearTheReference) {
   const auto reference = eager(inputs(torch::kFloat64), true);
   const auto f32 = fused(inputs(torch::kFloat), {nullptr, 3, 5});

@@ -67,8 +67,9 @@ TEST(Plan, ActivationsWithoutCheckpointingFollowTheDocumentedFormula) {
   EXPECT_DOUBLE_EQ(plan.memory.logits, 8192.0 * kVocab * (4 + 4));
 }
 
-// Compile mode's fused loss holds one block of logits (1024 tokens x 4096 vocabulary rows) with
-// its fp32 copy, and the hidden-state and weight gradients it keeps from forward to backward.
+// Compile mode's fused loss holds one block of logits (512 tokens x the whole vocabulary: one
+// sweep) with its fp32 copy, and the hidden-state and weight gradients it keeps from forward to
+// backward.
 TEST(Plan, CompiledLossKeepsOneChunkOfLogits) {
   auto model = meta_model("llama3", "8B");
   auto job = job_for("llama3", "8B");
@@ -76,7 +77,7 @@ TEST(Plan, CompiledLossKeepsOneChunkOfLogits) {
   job.compile.components = {"loss"};
   auto plan = plan_layout(*model, job, mesh(1, 1));
   EXPECT_DOUBLE_EQ(plan.memory.logits,
-                   1024.0 * 4096 * (4 + 4) + 8192.0 * kDim * 4 + double(kVocab) * kDim * 4);
+                   512.0 * kVocab * (4 + 4) + 8192.0 * kDim * 4 + double(kVocab) * kDim * 4);
   job.compile.components = {"model"};
   EXPECT_DOUBLE_EQ(plan_layout(*model, job, mesh(1, 1)).memory.logits, 8192.0 * kVocab * 8);
 }
