@@ -112,17 +112,18 @@ int main(int argc, char** argv) {
       [&norm](const auto& in) { return norm->forward(in[0]); },
       [&norm](const auto& in) { return titan::models::kernels::rms_norm(in[0], norm->weight, 1e-5); },
       {torch::randn({B, S, dim}).requires_grad_()}, reps);
-  row(fmt::format("SwiGLU [{}, {}, {}]", B, S, hidden),
-      [](const auto& in) { return torch::silu(in[0]) * in[1]; },
-      [](const auto& in) { return titan::models::kernels::swiglu(in[0], in[1]); },
-      {torch::randn({B, S, hidden}).requires_grad_(), torch::randn({B, S, hidden}).requires_grad_()},
-      reps);
   const auto qkv = [&](int64_t heads) {
     return torch::randn({B, S, heads, Dh}).transpose(1, 2).requires_grad_();
   };
   const auto best = titan::models::kernels::kernel_isa();
   for (const auto isa : titan::models::kernels::supported_isas()) {  // every variant this CPU runs
     titan::models::kernels::set_kernel_isa(isa);
+    row(fmt::format("SwiGLU [{}, {}, {}], {}", B, S, hidden, titan::models::kernels::isa_name(isa)),
+        [](const auto& in) { return torch::silu(in[0]) * in[1]; },
+        [](const auto& in) { return titan::models::kernels::swiglu(in[0], in[1]); },
+        {torch::randn({B, S, hidden}).requires_grad_(),
+         torch::randn({B, S, hidden}).requires_grad_()},
+        reps);
     row(fmt::format("causal attention [{}, {}, {}, {}], {}", B, H, S, Dh,
                     titan::models::kernels::isa_name(isa)),
         [](const auto& in) { return titan::models::causal_attention(in[0], in[1], in[2], 0.25); },

@@ -6,6 +6,8 @@
 
 #include <cmath>
 
+#include "titan/models/common/kernels/swiglu_rows.h"
+
 namespace titan::models::kernels {
 namespace {
 
@@ -49,13 +51,21 @@ struct SwigluFn : public torch::autograd::Function<SwigluFn> {
                                const torch::Tensor& up_in) {
     auto gate = gate_in.contiguous(), up = up_in.contiguous();  // [..., H] each
     auto out = torch::empty_like(gate);                         // out: [..., H]
-    const auto sig = sigmoid_of(gate);                          // sig: [..., H] float32/64
+    ctx->save_for_backward({gate, up});
+    if (gate.scalar_type() == torch::kFloat) {
+      const float *g = gate.data_ptr<float>(), *u = up.data_ptr<float>();
+      float* o = out.data_ptr<float>();
+      at::parallel_for(0, gate.numel(), kGrain, [&](int64_t begin, int64_t end) {
+        swiglu_forward_f32(g + begin, u + begin, o + begin, end - begin);
+      });
+      return out;
+    }
+    const auto sig = sigmoid_of(gate);  // sig: [..., H] float64, or float32 for bfloat16
     AT_DISPATCH_FLOATING_TYPES_AND(at::kBFloat16, gate.scalar_type(), "swiglu_forward", [&] {
       using acc_t = at::opmath_type<scalar_t>;
       swiglu_forward(gate.data_ptr<scalar_t>(), sig.data_ptr<acc_t>(), up.data_ptr<scalar_t>(),
                      out.data_ptr<scalar_t>(), gate.numel());
     });
-    ctx->save_for_backward({gate, up});
     return out;
   }
 
@@ -65,7 +75,17 @@ struct SwigluFn : public torch::autograd::Function<SwigluFn> {
     auto dout = grads[0].contiguous();     // dout: [..., H]
     auto dgate = torch::empty_like(gate);  // dgate: [..., H]
     auto dup = torch::empty_like(up);      // dup: [..., H]
-    const auto sig = sigmoid_of(gate);     // sig: [..., H] float32/64, recomputed
+    if (gate.scalar_type() == torch::kFloat) {
+      const float *d = dout.data_ptr<float>(), *g = gate.data_ptr<float>(),
+                  *u = up.data_ptr<float>();
+      float *dg = dgate.data_ptr<float>(), *du = dup.data_ptr<float>();
+      at::parallel_for(0, gate.numel(), kGrain, [&](int64_t begin, int64_t end) {
+        swiglu_backward_f32(d + begin, g + begin, u + begin, dg + begin, du + begin,
+                            end - begin);
+      });
+      return {dgate, dup};
+    }
+    const auto sig = sigmoid_of(gate);  // sig: [..., H] float64, or float32 for bfloat16
     AT_DISPATCH_FLOATING_TYPES_AND(at::kBFloat16, gate.scalar_type(), "swiglu_backward", [&] {
       using acc_t = at::opmath_type<scalar_t>;
       swiglu_backward(dout.data_ptr<scalar_t>(), gate.data_ptr<scalar_t>(), sig.data_ptr<acc_t>(),

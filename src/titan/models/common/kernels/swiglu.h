@@ -1,8 +1,9 @@
 // Compile mode's SwiGLU gate (Shazeer 2020; models/common/feed_forward.h computes it eagerly):
 // silu(gate) * up as one autograd node that keeps only its two inputs (the projections'
 // outputs) and recomputes the sigmoid in backward, where the eager composition also keeps
-// silu(gate). The sigmoid is ATen's vectorised kernel into a temporary; the products are one
-// loop each way.
+// silu(gate). In float32 one vectorised loop each way (kernels/swiglu_rows.h); in bfloat16 and
+// float64 the sigmoid is ATen's vectorised kernel into a temporary and the products one loop
+// each way.
 #pragma once
 
 #include <torch/torch.h>

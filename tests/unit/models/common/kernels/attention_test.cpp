@@ -9,9 +9,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "support/kernel_isa.h"
 #include "support/relative_error.h"
 #include "titan/models/common/causal_attention.h"
-#include "titan/models/common/kernels/cpu_isa.h"
 
 namespace titan::models::kernels {
 namespace unit_models_common_kernels_attention_test {
@@ -62,16 +62,8 @@ std::vector<torch::Tensor> inputs(const Shape& s) {
           torch::randn({s.B, s.H, s.S, s.Dv}, f64)};
 }
 
-// Every variant this CPU runs (cpu_isa.h: baseline SSE, AVX2, AVX-512), each forced in turn.
-class AttentionVariant : public ::testing::TestWithParam<CpuIsa> {
- protected:
-  void SetUp() override {
-    before_ = kernel_isa();
-    set_kernel_isa(GetParam());
-  }
-  void TearDown() override { set_kernel_isa(before_); }
-  CpuIsa before_ = CpuIsa::kBaseline;
-};
+// Every variant this CPU runs, each forced in turn.
+class AttentionVariant : public testing::EachKernelIsa {};
 
 TEST_P(AttentionVariant, MatchesTheFloat64CompositionOnPartialTilesAndGroupedHeads) {
   torch::manual_seed(3);
@@ -93,9 +85,8 @@ TEST_P(AttentionVariant, MatchesTheFloat64CompositionOnPartialTilesAndGroupedHea
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Isas, AttentionVariant,
-                         ::testing::ValuesIn(supported_isas()),
-                         [](const auto& info) { return std::string(isa_name(info.param)); });
+INSTANTIATE_TEST_SUITE_P(Isas, AttentionVariant, ::testing::ValuesIn(supported_isas()),
+                         testing::isa_test_name);
 
 TEST(AttentionKernel, Bfloat16FollowsTheEagerKernel) {
   torch::manual_seed(4);
