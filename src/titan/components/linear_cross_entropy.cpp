@@ -204,19 +204,18 @@ LossBlock loss_block(int64_t tokens, int64_t vocab, bool sliced,
   tokens = std::max<int64_t>(tokens, 1);
   vocab = std::max<int64_t>(vocab, 1);
   LossBlock b;
-  if (options.block_tokens > 0 || options.block_vocab > 0) {  // as the caller says
+  // Whole rows for enough tokens, where they fit and the vocabulary is not a slice.
+  const int64_t whole_rows_tokens =
+      std::min({tokens, kTokensPerBlock, std::max(kOneSweepTokens, kLogitsPerBlock / vocab)});
+  const bool defaults = options.block_tokens <= 0 && options.block_vocab <= 0;
+  if (defaults && !sliced && whole_rows_tokens * vocab <= kOneSweepLogits) {
+    b.tokens = whole_rows_tokens;
+    b.vocab = vocab;
+  } else {  // the caller's blocks, else kLogitsPerBlock ones (two sweeps)
     b.tokens = std::min(tokens, options.block_tokens > 0 ? options.block_tokens : kTokensPerBlock);
     b.vocab = std::min(vocab, options.block_vocab > 0
                                   ? options.block_vocab
                                   : std::max<int64_t>(1, kLogitsPerBlock / b.tokens));
-  } else {
-    b.tokens = std::min({tokens, kTokensPerBlock,
-                         std::max(kOneSweepTokens, kLogitsPerBlock / vocab)});
-    b.vocab = vocab;
-    if (sliced || b.tokens * vocab > kOneSweepLogits) {  // two sweeps, smaller blocks
-      b.tokens = std::min(tokens, kTokensPerBlock);
-      b.vocab = std::min(vocab, std::max<int64_t>(1, kLogitsPerBlock / b.tokens));
-    }
   }
   b.one_sweep = !sliced && b.vocab >= vocab;
   return b;
