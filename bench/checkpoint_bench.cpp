@@ -31,13 +31,13 @@ std::pair<int64_t, int64_t> rows_of(int64_t rows, int rank, int world) {
   return {std::min(rows, rank * per), std::min(rows, (rank + 1) * per)};
 }
 
-ckpt::ShardedStateDict shard(const std::map<std::string, torch::Tensor>& full, int rank,
-                             int world) {
-  ckpt::ShardedStateDict out;
+titan::distributed::ShardedStateDict shard(const std::map<std::string, torch::Tensor>& full,
+                                           int rank, int world) {
+  titan::distributed::ShardedStateDict out;
   for (const auto& [name, t] : full) {
     auto [begin, end] = rows_of(t.size(0), rank, world);
-    out[name] = ckpt::ShardedTensor{t.narrow(0, begin, end - begin).contiguous(), t.sizes().vec(),
-                                    begin, true};
+    out[name] = titan::distributed::ShardedTensor{t.narrow(0, begin, end - begin).contiguous(),
+                                                  t.sizes().vec(), begin, true};
   }
   return out;
 }
@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
       std::chrono::seconds(60));
   const ckpt::ModelIdentity model{"bench", "bench"};
   const auto pieces = shard(full, 0, 1);
-  const ckpt::ShardedStateDict no_optimizer;
+  const titan::distributed::ShardedStateDict no_optimizer;
   const nlohmann::json state = nlohmann::json::object();
   {
     ckpt::CheckpointManager sync(config, root.string(), world, model);
@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
 
     auto target = shard(full, 0, 1);
     for (auto& [name, p] : target) p.local = torch::empty_like(p.local);
-    ckpt::ShardedStateDict opt;
+    titan::distributed::ShardedStateDict opt;
     nlohmann::json loaded;
     start = Clock::now();
     sync.load(target, opt, loaded);

@@ -17,16 +17,16 @@
 #include <string>
 #include <vector>
 
-#include "titan/components/linear_cross_entropy.h"
-#include "titan/components/loss.h"
+#include "titan/distributed/linear_cross_entropy.h"
 #include "titan/models/common/causal_attention.h"
-#include "titan/models/common/moe.h"
 #include "titan/models/common/kernels/attention.h"
 #include "titan/models/common/kernels/cpu_isa.h"
 #include "titan/models/common/kernels/moe_routing.h"
 #include "titan/models/common/kernels/rms_norm.h"
 #include "titan/models/common/kernels/rope.h"
 #include "titan/models/common/kernels/swiglu.h"
+#include "titan/models/common/loss.h"
+#include "titan/models/common/moe.h"
 #include "titan/models/common/rmsnorm.h"
 #include "titan/models/common/rope.h"
 #include "titan/platform/device.h"
@@ -154,12 +154,13 @@ int main(int argc, char** argv) {
       [&fused_moe](const auto& in) { return fused_moe->forward(in[0]); },
       {torch::randn({B, S, dim}).requires_grad_()}, reps);
   const int64_t tokens = 1024, model_dim = 1024, vocab = 151936;  // Qwen3 0.6B
-  row(fmt::format("output projection + cross-entropy [1, {}, {}] x {}", tokens, model_dim, vocab),
+  row(
+      fmt::format("output projection + cross-entropy [1, {}, {}] x {}", tokens, model_dim, vocab),
       [](const auto& in) {
-        return titan::components::cross_entropy_sum(torch::linear(in[0], in[1]), in[2]);
+        return titan::models::cross_entropy_sum(torch::linear(in[0], in[1]), in[2]);
       },
       [](const auto& in) {
-        return titan::components::linear_cross_entropy_sum(in[0], in[1], in[2]);
+        return titan::distributed::linear_cross_entropy_sum(in[0], in[1], in[2]);
       },
       {torch::randn({1, tokens, model_dim}).requires_grad_(),
        (torch::randn({vocab, model_dim}) * 0.02).requires_grad_(),

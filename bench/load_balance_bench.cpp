@@ -15,7 +15,7 @@
 #include "titan/distributed/device_mesh.h"
 #include "titan/distributed/parallel_dims.h"
 #include "titan/models/common/transformer.h"
-#include "titan/models/qwen3/train_spec.h"
+#include "titan/models/qwen3/flavors.h"
 
 namespace {
 

@@ -59,7 +59,7 @@ class ModelArgs:
         return self.multiple_of * ((hidden + self.multiple_of - 1) // self.multiple_of)
 
 
-# The llama3 flavors of src/titan/models/llama3/train_spec.cpp that the benchmark uses.
+# The llama3 flavors of src/titan/models/llama3/flavors.cpp that the benchmark uses.
 # Both with Llama 3.1's RoPE scaling at TorchTitan's factor 8 (as every TorchTitan llama3 flavor).
 FLAVORS = {
     "debugmodel": ModelArgs(dim=256, n_layers=6, n_heads=16, vocab_size=2048,

@@ -11,8 +11,8 @@
 
 #include "support/training.h"
 #include "titan/config/resolve.h"
+#include "titan/protocols/train_spec.h"
 #include "titan/tools/plan.h"
-#include "titan/train/train_spec.h"
 
 namespace titan {
 namespace integration_memory_estimate_test {
@@ -39,8 +39,8 @@ std::vector<std::string> split(const std::string& s) {
 double estimate_bytes(const Layout& layout) {
   auto job = config::resolve(config::parse_command_line(split(kShape + " " + layout.args)));
   auto dims = distributed::ParallelDims::from_config(job.parallelism, layout.ranks);
-  auto model = train::get_train_spec(job.model.name).build_on_device(job.model.flavor,
-                                                                      torch::kMeta);
+  auto model =
+      protocols::get_train_spec(job.model.name).build_on_device(job.model.flavor, torch::kMeta);
   return tools::plan_layout(*model, job, dims).memory.total();
 }
 

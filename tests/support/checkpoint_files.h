@@ -15,9 +15,9 @@ inline components::TensorMap read_checkpoint(const std::filesystem::path& dir,
                                              const std::string& section) {
   namespace ckpt = components::checkpoint;
   const auto metadata = ckpt::read_metadata(dir.string());
-  ckpt::ShardedStateDict pieces;
+  distributed::ShardedStateDict pieces;
   for (const auto& [name, record] : metadata.sections.at(section)) {
-    ckpt::ShardedTensor piece;
+    distributed::ShardedTensor piece;
     piece.local = torch::zeros(record.global_shape, torch::kFloat32);
     piece.global_shape = record.global_shape;
     pieces.emplace(name, piece);

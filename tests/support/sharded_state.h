@@ -10,8 +10,8 @@
 #include <set>
 #include <string>
 
-#include "titan/components/checkpoint/sharded_tensor.h"
 #include "titan/distributed/process_group.h"
+#include "titan/distributed/sharded_tensor.h"
 
 namespace titan::testing {
 
@@ -27,12 +27,12 @@ inline std::pair<int64_t, int64_t> fsdp_rows(int64_t rows, int rank, int world) 
 /// Rank `rank`'s pieces of `full` under FSDP over `world` ranks (copies, so the pieces own their
 /// memory). Names in `replicated` are whole on every rank, written by `replica_writer` only; 0-dim
 /// tensors are replicated too.
-inline components::checkpoint::ShardedStateDict fsdp_pieces(
-    const FullState& full, int rank, int world, const std::set<std::string>& replicated = {},
-    int replica_writer = 0) {
-  components::checkpoint::ShardedStateDict out;
+inline distributed::ShardedStateDict fsdp_pieces(const FullState& full, int rank, int world,
+                                                 const std::set<std::string>& replicated = {},
+                                                 int replica_writer = 0) {
+  distributed::ShardedStateDict out;
   for (const auto& [name, t] : full) {
-    components::checkpoint::ShardedTensor p;
+    distributed::ShardedTensor p;
     p.global_shape = t.sizes().vec();
     if (t.dim() == 0 || replicated.count(name)) {
       p.local = t.clone();
@@ -48,15 +48,14 @@ inline components::checkpoint::ShardedStateDict fsdp_pieces(
 }
 
 /// fsdp_pieces with every value zeroed (what a rank loads into).
-inline components::checkpoint::ShardedStateDict empty_pieces(const FullState& full, int rank,
-                                                             int world) {
+inline distributed::ShardedStateDict empty_pieces(const FullState& full, int rank, int world) {
   auto out = fsdp_pieces(full, rank, world);
   for (auto& [name, p] : out) p.local.zero_();
   return out;
 }
 
 /// Concatenates the ranks' pieces back into full tensors.
-inline FullState gather(const std::vector<components::checkpoint::ShardedStateDict>& ranks) {
+inline FullState gather(const std::vector<distributed::ShardedStateDict>& ranks) {
   FullState out;
   for (const auto& [name, first] : ranks.at(0)) {
     if (first.global_shape.empty()) {

@@ -12,7 +12,7 @@
 #include "titan/components/checkpoint/hf_interchange.h"
 #include "titan/config/named_configs.h"
 #include "titan/errors.h"
-#include "titan/train/train_spec.h"
+#include "titan/protocols/train_spec.h"
 
 namespace titan::cli {
 namespace {
@@ -82,7 +82,8 @@ int to_titan(const Flags& flags) {
     family = config::family_from_module(*module);
   } else {
     const auto hf_config = components::read_hf_config(hf_dir);
-    family = train::train_spec_for_hf_model_type(hf_config.value("model_type", std::string())).name;
+    family =
+        protocols::train_spec_for_hf_model_type(hf_config.value("model_type", std::string())).name;
   }
   const std::string flavor = flags.get("flavor").value_or("");
   static const std::regex step_name("step-([0-9]+)");

@@ -18,7 +18,7 @@
 #include "titan/config/resolve.h"
 #include "titan/errors.h"
 #include "titan/models/common/generate.h"
-#include "titan/train/train_spec.h"
+#include "titan/protocols/train_spec.h"
 
 namespace titan::cli {
 namespace {
@@ -141,7 +141,7 @@ std::vector<int64_t> encode_prompt(const components::Tokenizer& tokenizer,
 std::shared_ptr<models::CausalLM> load_checkpoint_model(const std::string& dir) {
   namespace ckpt = components::checkpoint;
   auto metadata = ckpt::read_metadata(dir);
-  const auto& spec = train::get_train_spec(metadata.model.family);
+  const auto& spec = protocols::get_train_spec(metadata.model.family);
   auto model = spec.build(metadata.model.flavor);
   auto pieces = ckpt::whole_model_state(*model);  // the weights and the experts' biases
   torch::NoGradGuard no_grad;
@@ -152,7 +152,7 @@ std::shared_ptr<models::CausalLM> load_checkpoint_model(const std::string& dir) 
 std::shared_ptr<models::CausalLM> load_hf_model(const std::string& dir) {
   auto folder = components::load_hf_folder(dir);
   const auto model_type = folder.config.value("model_type", std::string());
-  const auto& spec = train::train_spec_for_hf_model_type(model_type);
+  const auto& spec = protocols::train_spec_for_hf_model_type(model_type);
   auto model = spec.build_from_hf(folder.config);
   spec.from_hf(*model, folder.state_dict);
   return model;

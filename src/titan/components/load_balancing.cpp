@@ -70,13 +70,13 @@ void ExpertLoadBalancer::step() {
   }
 }
 
-checkpoint::ShardedStateDict ExpertLoadBalancer::state(bool loading) {
-  checkpoint::ShardedStateDict out;
+distributed::ShardedStateDict ExpertLoadBalancer::state(bool loading) {
+  distributed::ShardedStateDict out;
   const bool writer = loss_group_->rank() == 0 && tp_group_->rank() == 0;
   for (const auto& l : layers_) {
     const auto& bias = l.moe->expert_bias;
     if (!bias.defined()) continue;
-    checkpoint::ShardedTensor piece;
+    distributed::ShardedTensor piece;
     piece.local = loading ? torch::zeros({bias.size(0)}, torch::kFloat32)
                           : bias.to(torch::kCPU, torch::kFloat32).contiguous();
     piece.global_shape = {bias.size(0)};

@@ -15,9 +15,9 @@
 #include <memory>
 #include <vector>
 
-#include "titan/components/checkpoint/sharded_tensor.h"
 #include "titan/components/metrics.h"
 #include "titan/distributed/device_mesh.h"
+#include "titan/distributed/sharded_tensor.h"
 #include "titan/models/common/causal_lm.h"
 #include "titan/models/common/moe.h"
 
@@ -42,7 +42,7 @@ class ExpertLoadBalancer {
 
   /// The biases as whole replicated pieces "layers.{i}.moe.expert_bias", written by the first
   /// rank of the loss x tp groups; for `loading`, CPU buffers that finish_load() copies in.
-  checkpoint::ShardedStateDict state(bool loading);
+  distributed::ShardedStateDict state(bool loading);
   void finish_load();
 
  private:
@@ -54,7 +54,7 @@ class ExpertLoadBalancer {
   std::vector<Layer> layers_;
   int64_t n_layers_ = 0;  // of the whole model
   std::shared_ptr<distributed::ProcessGroup> loss_group_, tp_group_, pp_group_;
-  checkpoint::ShardedStateDict loading_;
+  distributed::ShardedStateDict loading_;
   std::vector<ExpertLoad> loads_;
 };
 

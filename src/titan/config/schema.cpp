@@ -9,9 +9,9 @@
 #include <cstdlib>
 #include <sstream>
 
-#include "titan/distributed/pipeline/schedule.h"
+#include "titan/config/schedule_kind.h"
 #include "titan/errors.h"
-#include "titan/train/train_spec.h"
+#include "titan/protocols/train_spec.h"
 
 namespace titan::config {
 namespace {
@@ -110,7 +110,7 @@ std::vector<FieldSpec> build_schema() {
             "Print the resolved config at start"),
       // model
       field("model", "name", &C::model, &ModelSection::name,
-            "Model family (a registered train spec)", {train::train_spec_names()}),
+            "Model family (a registered train spec)", {protocols::train_spec_names()}),
       field("model", "flavor", &C::model, &ModelSection::flavor,
             "Model size within the family (e.g. debugmodel, 8B)"),
       field("model", "tokenizer_path", &C::model, &ModelSection::tokenizer_path,
@@ -145,9 +145,8 @@ std::vector<FieldSpec> build_schema() {
             {{}, 0.0}),
       field("lr_scheduler", "decay_type", &C::lr_scheduler, &LrSchedulerSection::decay_type,
             "Shape of the decay", {{"linear", "sqrt", "cosine"}}),
-      field("lr_scheduler", "min_lr_factor", &C::lr_scheduler,
-            &LrSchedulerSection::min_lr_factor, "Final learning rate as a fraction of lr",
-            {{}, 0.0}),
+      field("lr_scheduler", "min_lr_factor", &C::lr_scheduler, &LrSchedulerSection::min_lr_factor,
+            "Final learning rate as a fraction of lr", {{}, 0.0}),
       // training
       field("training", "dataset", &C::training, &TrainingSection::dataset,
             "Dataset name (kjv_bible: the King James Bible from Debian's bible-kjv-text)"),
@@ -160,10 +159,10 @@ std::vector<FieldSpec> build_schema() {
             "Sequences per optimizer step over all data-parallel ranks; -1 = local_batch_size x "
             "data-parallel degree (no gradient accumulation)",
             {{}, -1.0}),
-      field("training", "seq_len", &C::training, &TrainingSection::seq_len,
-            "Tokens per sequence", {{}, 1.0}),
-      field("training", "steps", &C::training, &TrainingSection::steps,
-            "Optimizer steps to train", {{}, 1.0}),
+      field("training", "seq_len", &C::training, &TrainingSection::seq_len, "Tokens per sequence",
+            {{}, 1.0}),
+      field("training", "steps", &C::training, &TrainingSection::steps, "Optimizer steps to train",
+            {{}, 1.0}),
       field("training", "max_norm", &C::training, &TrainingSection::max_norm,
             "Clip gradients to this global L2 norm; 0 disables clipping", {{}, 0.0}),
       field("training", "seed", &C::training, &TrainingSection::seed,
@@ -174,10 +173,8 @@ std::vector<FieldSpec> build_schema() {
             &TrainingSection::mixed_precision_param,
             "dtype of gathered parameters and compute under FSDP", {{"bfloat16", "float32"}}),
       field("training", "mixed_precision_reduce", &C::training,
-            &TrainingSection::mixed_precision_reduce, "dtype of gradient reduction",
-            {{"float32"}}),
-      field("training", "skip_bad_documents", &C::training,
-            &TrainingSection::skip_bad_documents,
+            &TrainingSection::mixed_precision_reduce, "dtype of gradient reduction", {{"float32"}}),
+      field("training", "skip_bad_documents", &C::training, &TrainingSection::skip_bad_documents,
             "Skip (and count) documents that are not valid JSON / UTF-8 instead of failing"),
       field("training", "on_nonfinite", &C::training, &TrainingSection::on_nonfinite,
             "A step whose loss or gradient norm is NaN/inf: stop the run naming it, or skip "
@@ -217,9 +214,8 @@ std::vector<FieldSpec> build_schema() {
       field("parallelism", "pipeline_parallel_degree", &C::parallelism,
             &ParallelismSection::pipeline_parallel_degree, "Pipeline stages", {{}, 1.0}),
       field("parallelism", "pipeline_parallel_schedule", &C::parallelism,
-            &ParallelismSection::pipeline_parallel_schedule,
-            "Pipeline schedule (any case)",
-            {distributed::pipeline::schedule_names(), std::nullopt, true}),
+            &ParallelismSection::pipeline_parallel_schedule, "Pipeline schedule (any case)",
+            {schedule_names(), std::nullopt, true}),
       field("parallelism", "pipeline_parallel_microbatch_size", &C::parallelism,
             &ParallelismSection::pipeline_parallel_microbatch_size,
             "Sequences per pipeline microbatch (local_batch_size must divide by it)", {{}, 1.0}),
@@ -255,8 +251,7 @@ std::vector<FieldSpec> build_schema() {
             "Checkpoint folder inside job.dump_folder"),
       field("checkpoint", "interval", &C::checkpoint, &CheckpointSection::interval,
             "Steps between checkpoints", {{}, 1.0}),
-      field("checkpoint", "interval_seconds", &C::checkpoint,
-            &CheckpointSection::interval_seconds,
+      field("checkpoint", "interval_seconds", &C::checkpoint, &CheckpointSection::interval_seconds,
             "Also save at the first step ending this many seconds after the last save started "
             "(rank 0's clock, so every rank saves the same step); 0: steps only",
             {{}, 0.0}),
@@ -298,8 +293,8 @@ std::vector<FieldSpec> build_schema() {
       // compile
       field("compile", "enable", &C::compile, &CompileSection::enable,
             "Fused kernels and planned buffers"),
-      field("compile", "components", &C::compile, &CompileSection::components,
-            "Parts to compile", {{"model", "loss"}}),
+      field("compile", "components", &C::compile, &CompileSection::components, "Parts to compile",
+            {{"model", "loss"}}),
       // metrics
       field("metrics", "log_freq", &C::metrics, &MetricsSection::log_freq,
             "Steps between step lines and metrics.jsonl records", {{}, 1.0}),
@@ -319,8 +314,8 @@ std::vector<FieldSpec> build_schema() {
       field("profiling", "enable_memory_snapshot", &C::profiling,
             &ProfilingSection::enable_memory_snapshot,
             "Write each rank's memory snapshot every profile_freq steps and on running out"),
-      field("profiling", "save_traces_folder", &C::profiling,
-            &ProfilingSection::save_traces_folder, "Trace folder inside job.dump_folder"),
+      field("profiling", "save_traces_folder", &C::profiling, &ProfilingSection::save_traces_folder,
+            "Trace folder inside job.dump_folder"),
       field("profiling", "save_memory_snapshot_folder", &C::profiling,
             &ProfilingSection::save_memory_snapshot_folder,
             "Memory snapshot folder inside job.dump_folder"),
@@ -331,9 +326,8 @@ std::vector<FieldSpec> build_schema() {
             "Validation dataset name"),
       field("validation", "dataset_path", &C::validation, &ValidationSection::dataset_path,
             "Validation dataset file or folder"),
-      field("validation", "local_batch_size", &C::validation,
-            &ValidationSection::local_batch_size, "Validation samples per rank and batch",
-            {{}, 1.0}),
+      field("validation", "local_batch_size", &C::validation, &ValidationSection::local_batch_size,
+            "Validation samples per rank and batch", {{}, 1.0}),
       field("validation", "seq_len", &C::validation, &ValidationSection::seq_len,
             "Tokens per validation sample", {{}, 1.0}),
       field("validation", "freq", &C::validation, &ValidationSection::freq,

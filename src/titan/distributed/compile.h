@@ -7,7 +7,7 @@
 //            overlapped with compute (SimpleFSDP's prefetch and asynchronous reductions,
 //            FsdpOptions::overlap);
 //   "loss":  the output projection fused with the cross-entropy, the logits never whole
-//            (components/linear_cross_entropy.h).
+//            (distributed/linear_cross_entropy.h).
 // Either way, planned buffers: CPU storage is cached by size class and reused (platform/
 // allocation_cache.h), so steps after the first take none from the system.
 // Eager stays the reference: compile mode changes speed and memory, not the model.

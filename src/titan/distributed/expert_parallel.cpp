@@ -90,8 +90,8 @@ ExpertParallel::ExpertParallel(models::CausalLM& model, std::shared_ptr<ProcessG
   }
 }
 
-components::checkpoint::ShardedStateDict ExpertParallel::to_global(
-    components::checkpoint::ShardedStateDict pieces, const std::string& prefix) const {
+ShardedStateDict ExpertParallel::to_global(ShardedStateDict pieces,
+                                           const std::string& prefix) const {
   for (auto& [key, piece] : pieces) {
     if (key.compare(0, prefix.size(), prefix) != 0 || !names_.count(key.substr(prefix.size()))) {
       continue;

@@ -22,8 +22,8 @@
 #include <utility>
 #include <vector>
 
-#include "titan/components/checkpoint/sharded_tensor.h"
 #include "titan/distributed/process_group.h"
+#include "titan/distributed/sharded_tensor.h"
 #include "titan/models/common/causal_lm.h"
 #include "titan/models/common/moe.h"
 
@@ -65,8 +65,7 @@ class ExpertParallel {
   const std::vector<models::WeightModule*>& modules() const { return modules_; }
   /// Pieces named `prefix` + parameter name (Fsdp::shard_view) with the expert weights' rows
   /// moved to the whole model's expert coordinates; the others unchanged.
-  components::checkpoint::ShardedStateDict to_global(
-      components::checkpoint::ShardedStateDict pieces, const std::string& prefix) const;
+  ShardedStateDict to_global(ShardedStateDict pieces, const std::string& prefix) const;
   /// Seconds the all-to-alls (forward and backward, every layer's) kept this rank waiting since
   /// the last call: the part the shared experts' compute did not hide.
   double take_seconds() { return group_->take_blocked_seconds(); }

@@ -20,12 +20,6 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-int64_t row_numel(const std::vector<int64_t>& shape) {
-  int64_t n = 1;
-  for (size_t d = 1; d < shape.size(); ++d) n *= shape[d];
-  return n;
-}
-
 std::vector<int64_t> with_rows(std::vector<int64_t> shape, int64_t rows) {
   if (shape.empty()) return {rows};
   shape[0] = rows;
@@ -403,9 +397,9 @@ void Fsdp::finish_gradients() {
   for (const auto& unit : units_) unit->drop_prefetch();
 }
 
-components::checkpoint::ShardedStateDict Fsdp::shard_view(
-    const std::vector<torch::Tensor>& tensors, const std::string& prefix) const {
-  components::checkpoint::ShardedStateDict out;
+ShardedStateDict Fsdp::shard_view(const std::vector<torch::Tensor>& tensors,
+                                  const std::string& prefix) const {
+  ShardedStateDict out;
   size_t i = 0;
   for (const auto& u : units_) {
     auto* replicas = const_cast<FsdpUnit&>(*u).replicate_group();
@@ -413,7 +407,7 @@ components::checkpoint::ShardedStateDict Fsdp::shard_view(
     for (const auto& p : u->params()) {
       int64_t start = rank * p.shard_rows;
       int64_t rows = std::clamp<int64_t>(p.full_shape[0] - start, 0, p.shard_rows);
-      components::checkpoint::ShardedTensor t;
+      ShardedTensor t;
       t.local = tensors.at(i++).narrow(0, 0, rows);
       t.global_shape = p.full_shape;
       t.row_offset = start;

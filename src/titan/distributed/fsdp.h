@@ -17,8 +17,8 @@
 #include <utility>
 #include <vector>
 
-#include "titan/components/checkpoint/sharded_tensor.h"
 #include "titan/distributed/process_group.h"
+#include "titan/distributed/sharded_tensor.h"
 #include "titan/models/common/causal_lm.h"
 #include "titan/models/common/weight_module.h"
 
@@ -168,8 +168,8 @@ class Fsdp {
   double grad_sq_sum(const std::vector<double>& weights);
   /// `tensors` (one per parameter, in parameters() order, same shapes as the shards) as
   /// ShardedTensors under `prefix` + name, e.g. the optimizer's moments.
-  components::checkpoint::ShardedStateDict shard_view(const std::vector<torch::Tensor>& tensors,
-                                                      const std::string& prefix) const;
+  ShardedStateDict shard_view(const std::vector<torch::Tensor>& tensors,
+                              const std::string& prefix) const;
   /// After the step's backward passes: waits for the gradient reductions still in flight
   /// (FsdpOptions::overlap) and adds them to the shards' gradients; drops prefetches nobody
   /// took, so none outlives the step's weights.

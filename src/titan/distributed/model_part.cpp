@@ -2,7 +2,7 @@
 
 #include <stdexcept>
 
-#include "titan/components/linear_cross_entropy.h"
+#include "titan/distributed/linear_cross_entropy.h"
 #include "titan/models/common/block_trace.h"
 #include "titan/models/common/weight_module.h"
 
@@ -67,10 +67,10 @@ torch::Tensor ModelPart::forward_loss_sum(const torch::Tensor& input, const torc
       return tp_->loss_sum(l, labels);
     });
   }
-  components::LinearCrossEntropyOptions options;
+  LinearCrossEntropyOptions options;
   options.vocab_group = &tp_->group();
   return model_->forward(input, [&](const torch::Tensor& hidden, const torch::Tensor& weight) {
-    return components::linear_cross_entropy_sum(hidden, weight, labels, options);
+    return linear_cross_entropy_sum(hidden, weight, labels, options);
   });
 }
 
@@ -85,8 +85,8 @@ double ModelPart::grad_sq_sum() {
   return sq.item<double>();
 }
 
-components::checkpoint::ShardedStateDict ModelPart::state(const std::vector<torch::Tensor>& tensors,
-                                                          const std::string& prefix, bool loading) {
+ShardedStateDict ModelPart::state(const std::vector<torch::Tensor>& tensors,
+                                  const std::string& prefix, bool loading) {
   auto local = fsdp().shard_view(tensors, prefix);
   if (ep_) local = ep_->to_global(std::move(local), prefix);
   return loading ? tp_->for_load(local, prefix) : tp_->to_global(local, prefix);

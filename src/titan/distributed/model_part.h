@@ -12,10 +12,10 @@
 
 #include <memory>
 
-#include "titan/components/checkpoint/sharded_tensor.h"
 #include "titan/distributed/device_mesh.h"
 #include "titan/distributed/expert_parallel.h"
 #include "titan/distributed/fsdp.h"
+#include "titan/distributed/sharded_tensor.h"
 #include "titan/distributed/tensor_parallel.h"
 #include "titan/models/common/causal_lm.h"
 
@@ -61,7 +61,7 @@ class ModelPart {
   /// parallelism), or the fused loss's once enable_fused_loss() was called.
   torch::Tensor forward_loss_sum(const torch::Tensor& input, const torch::Tensor& labels);
   /// Compile mode's loss: the output projection fused with the cross-entropy, the logits never
-  /// whole (components/linear_cross_entropy.h); vocab-parallel under tensor parallelism,
+  /// whole (distributed/linear_cross_entropy.h); vocab-parallel under tensor parallelism,
   /// whether or not loss parallelism is on, since the logits are never gathered.
   void enable_fused_loss() { fused_loss_ = true; }
   /// After the step's backward passes: collects FSDP's gradient reductions still in flight,
@@ -74,8 +74,8 @@ class ModelPart {
   /// This rank's pieces of `tensors` (parameters() order, e.g. the optimizer's moments) named
   /// `prefix` + parameter name, in the whole model's coordinates, for saving or (`loading`)
   /// for loading into; after loading, finish_load() puts the pieces in place (collective).
-  components::checkpoint::ShardedStateDict state(const std::vector<torch::Tensor>& tensors,
-                                                 const std::string& prefix, bool loading);
+  ShardedStateDict state(const std::vector<torch::Tensor>& tensors, const std::string& prefix,
+                         bool loading);
   void finish_load();
 
  private:

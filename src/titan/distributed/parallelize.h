@@ -1,7 +1,8 @@
 // The apply_* steps a family's parallelize function (TrainSpec::parallelize) calls, in
 // TorchTitan's order, that are not the family's own plan: tensor parallelism's switch, context
-// and expert parallelism, and FSDP / HSDP / DDP. (Activation checkpointing: activation_checkpoint.h; a
-// family's tensor-parallel plan: e.g. models/common/tensor_parallel_plan.h.)
+// and expert parallelism, and FSDP / HSDP / DDP. (Activation checkpointing:
+// activation_checkpoint.h; a family's tensor-parallel plan: e.g.
+// models/common/infra/tensor_parallel_plan.h.)
 #pragma once
 
 #include "titan/config/job_config.h"

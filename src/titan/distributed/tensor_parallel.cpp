@@ -3,10 +3,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "titan/components/loss.h"
 #include "titan/distributed/collectives.h"
 #include "titan/distributed/loss_parallel.h"
 #include "titan/errors.h"
+#include "titan/models/common/loss.h"
 #include "titan/models/common/transformer_block.h"
 
 namespace titan::distributed {
@@ -96,7 +96,7 @@ torch::Tensor TensorParallel::loss_sum(const torch::Tensor& logits, const torch:
   if (size() > 1 && options_.loss_parallel) {
     return vocab_parallel_cross_entropy_sum(logits, labels, *group_);
   }
-  return components::cross_entropy_sum(logits, labels);
+  return models::cross_entropy_sum(logits, labels);
 }
 
 void TensorParallel::reduce_partial_grads() {
@@ -139,11 +139,11 @@ const TensorParallel::Placement* TensorParallel::placement_of(const std::string&
   return &it->second;
 }
 
-components::checkpoint::ShardedStateDict TensorParallel::to_global(
-    const components::checkpoint::ShardedStateDict& local, const std::string& prefix) {
+ShardedStateDict TensorParallel::to_global(const ShardedStateDict& local,
+                                           const std::string& prefix) {
   if (size() == 1) return local;
   torch::NoGradGuard no_grad;
-  components::checkpoint::ShardedStateDict out;
+  ShardedStateDict out;
   for (auto [key, piece] : local) {  // std::map order: the same collectives on every rank
     switch (placement_of(key, prefix)->layout) {
       case Layout::Replicate:
@@ -166,8 +166,8 @@ components::checkpoint::ShardedStateDict TensorParallel::to_global(
   return out;
 }
 
-components::checkpoint::ShardedStateDict TensorParallel::for_load(
-    const components::checkpoint::ShardedStateDict& local, const std::string& prefix) {
+ShardedStateDict TensorParallel::for_load(const ShardedStateDict& local,
+                                          const std::string& prefix) {
   auto out = to_global(local, prefix);
   for (const auto& [key, piece] : local) {
     if (size() > 1 && placement_of(key, prefix)->layout == Layout::Columns) {

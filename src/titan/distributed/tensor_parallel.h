@@ -1,8 +1,9 @@
 // Tensor parallelism (Megatron-LM, Shoeybi et al. 2019, arXiv:1909.08053) with sequence
 // parallelism (Korthikanti et al. 2022, arXiv:2205.05198) and loss parallelism, on the mesh's
 // `tp` dimension; TorchTitan's ColwiseParallel / RowwiseParallel / SequenceParallel /
-// loss_parallel as explicit steps. A model family's plan (e.g. models/common/tensor_parallel_plan.h)
-// calls these on a whole, initialised model; each keeps this rank's slice of a weight in place:
+// loss_parallel as explicit steps. A model family's plan (e.g.
+// models/common/infra/tensor_parallel_plan.h) calls these on a whole, initialised model; each keeps
+// this rank's slice of a weight in place:
 //   colwise    rows [r * n / tp, (r + 1) * n / tp) of a [n, in] weight (q/k/v, gate/up
 //              projections; the vocab-parallel embedding and output),
 //   rowwise    columns of the same range of a [out, n] weight (output and down projections),
@@ -20,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "titan/components/checkpoint/sharded_tensor.h"
 #include "titan/distributed/process_group.h"
+#include "titan/distributed/sharded_tensor.h"
 #include "titan/models/common/causal_lm.h"
 #include "titan/models/common/weight_module.h"
 
@@ -95,13 +96,11 @@ class TensorParallel {
   /// slices (Fsdp::shard_view). Returns them described in the whole model's coordinates for
   /// saving: row offsets of colwise slices shifted, rowwise slices all-gathered to full width
   /// (collective), replicated and rowwise ones written by rank 0 only.
-  components::checkpoint::ShardedStateDict to_global(
-      const components::checkpoint::ShardedStateDict& local, const std::string& prefix);
+  ShardedStateDict to_global(const ShardedStateDict& local, const std::string& prefix);
   /// As to_global, for loading into `local`'s tensors: load into the returned pieces, then
   /// finish_load() copies this rank's columns of the full-width rowwise pieces into place
   /// (pieces left unloaded keep their values; collective).
-  components::checkpoint::ShardedStateDict for_load(
-      const components::checkpoint::ShardedStateDict& local, const std::string& prefix);
+  ShardedStateDict for_load(const ShardedStateDict& local, const std::string& prefix);
   void finish_load();
 
  private:

@@ -6,8 +6,8 @@
 #include <cmath>
 #include <unordered_set>
 
-#include "titan/components/linear_cross_entropy.h"
 #include "titan/distributed/compile.h"
+#include "titan/distributed/linear_cross_entropy.h"
 #include "titan/distributed/parallelize.h"
 #include "titan/errors.h"
 #include "titan/models/common/moe.h"
@@ -207,7 +207,7 @@ LayoutPlan plan_layout(models::CausalLM& model, const config::JobConfig& job,
     const double tokens = static_cast<double>(plan.tokens_per_rank);
     if (distributed::compiles(job.compile, "loss")) {  // one block; dx and dw, kept from forward
       const auto block =
-          components::loss_block(plan.tokens_per_rank, ceil_div(shape.vocab_size, tp), tp > 1);
+          distributed::loss_block(plan.tokens_per_rank, ceil_div(shape.vocab_size, tp), tp > 1);
       m.logits = static_cast<double>(block.tokens * block.vocab) * (compute_bytes + kFp32) +
                  tokens * static_cast<double>(shape.dim * compute_bytes) +
                  vocab * static_cast<double>(shape.dim) * kFp32;

@@ -11,8 +11,8 @@
 #include "titan/distributed/pipeline/pipeline_plan.h"
 #include "titan/distributed/pipeline/schedule_stats.h"
 #include "titan/distributed/tensor_parallel.h"
+#include "titan/protocols/train_spec.h"
 #include "titan/tools/plan.h"
-#include "titan/train/train_spec.h"
 
 namespace titan::train {
 namespace {
@@ -108,7 +108,7 @@ void add_stage(tools::LayoutPlan& rank, const tools::LayoutPlan& stage) {
 // Under pipeline parallelism: the schedule, its bubble, and per pipeline rank its stages with
 // their parameters and memory (each stage planned for its microbatch size and the microbatches
 // its schedule keeps in flight), then the breakdown of the rank that holds the most.
-void print_pipeline(const TrainSpec& spec, const config::JobConfig& job,
+void print_pipeline(const protocols::TrainSpec& spec, const config::JobConfig& job,
                     const distributed::ParallelDims& dims, std::ostream& out) {
   namespace pipe = distributed::pipeline;
   const auto pipeline = pipe::plan_pipeline(job, dims.pp, [&](const models::PipelineSplit& split) {
@@ -141,7 +141,7 @@ void print_pipeline(const TrainSpec& spec, const config::JobConfig& job,
 
 }  // namespace
 
-std::vector<PipelineRankPlan> plan_pipeline_ranks(const TrainSpec& spec,
+std::vector<PipelineRankPlan> plan_pipeline_ranks(const protocols::TrainSpec& spec,
                                                   const config::JobConfig& job,
                                                   const distributed::ParallelDims& dims) {
   namespace pipe = distributed::pipeline;
@@ -170,7 +170,7 @@ std::vector<PipelineRankPlan> plan_pipeline_ranks(const TrainSpec& spec,
 tools::LayoutPlan plan_heaviest_rank(const config::JobConfig& job, int world_size) {
   config::validate_for_world(job, world_size);
   auto dims = distributed::ParallelDims::from_config(job.parallelism, world_size);
-  const auto& spec = get_train_spec(job.model.name);
+  const auto& spec = protocols::get_train_spec(job.model.name);
   auto model = spec.build_on_device(job.model.flavor, torch::kMeta);
   distributed::check_tensor_parallel(*model, dims.tp, job.training.seq_len,
                                      !job.parallelism.disable_sequence_parallel);
@@ -197,7 +197,7 @@ int dry_run(const config::JobConfig& job, int world_size, std::ostream& out) {
                      dims.dp(), t.local_batch_size, t.seq_len, global,
                      global / (t.local_batch_size * dims.dp()),
                      components::with_commas(global * t.seq_len));
-  const auto& spec = get_train_spec(job.model.name);
+  const auto& spec = protocols::get_train_spec(job.model.name);
   auto model = spec.build_on_device(job.model.flavor, torch::kMeta);
   distributed::check_tensor_parallel(*model, dims.tp, t.seq_len,
                                      !job.parallelism.disable_sequence_parallel);

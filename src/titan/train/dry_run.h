@@ -7,8 +7,8 @@
 
 #include "titan/config/job_config.h"
 #include "titan/distributed/parallel_dims.h"
+#include "titan/protocols/train_spec.h"
 #include "titan/tools/plan.h"
-#include "titan/train/train_spec.h"
 
 namespace titan::train {
 
@@ -20,7 +20,7 @@ struct PipelineRankPlan {
 };
 /// Under pipeline parallelism: each pipeline rank's stages planned for the schedule's
 /// microbatch size and the microbatches it keeps in flight (built on the meta device).
-std::vector<PipelineRankPlan> plan_pipeline_ranks(const TrainSpec& spec,
+std::vector<PipelineRankPlan> plan_pipeline_ranks(const protocols::TrainSpec& spec,
                                                   const config::JobConfig& job,
                                                   const distributed::ParallelDims& dims);
 

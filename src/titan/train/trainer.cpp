@@ -32,7 +32,7 @@ using platform::seconds_since;
 
 // The job's flavor cut as `split` says, by its family's splitter.
 distributed::SplitFn splitter(const config::JobConfig& job) {
-  const auto* spec = &get_train_spec(job.model.name);
+  const auto* spec = &protocols::get_train_spec(job.model.name);
   return [spec, flavor = job.model.flavor](const models::PipelineSplit& split) {
     return spec->pipeline_split(flavor, split);
   };
@@ -89,7 +89,7 @@ void check_trainable(const config::JobConfig& job, const distributed::ParallelDi
   }
   distributed::check_compile(job.compile);
   tools::check_profiling(job.profiling);
-  const auto& spec = get_train_spec(job.model.name);
+  const auto& spec = protocols::get_train_spec(job.model.name);
   if (job.checkpoint.enable && job.checkpoint.last_save_in_hf) {
     try {
       spec.hf_config(job.model.flavor);
@@ -202,7 +202,7 @@ void Trainer::setup_parallelism(const distributed::WorldInfo& world) {
 }
 
 void Trainer::setup_model() {
-  spec_ = &get_train_spec(job_.model.name);
+  spec_ = &protocols::get_train_spec(job_.model.name);
   auto whole = spec_->build_on_device(job_.model.flavor, torch::kMeta);
   shape_ = whole->shape();
   flops_per_token_ = whole->flops_per_token(job_.training.seq_len);
@@ -478,9 +478,9 @@ void Trainer::log_state_memory() {
             platform::peak_tensor_bytes() / kMiB);
 }
 
-components::checkpoint::ShardedStateDict Trainer::global_pieces(
-    const std::vector<torch::Tensor>& tensors, const std::string& prefix, bool loading) {
-  components::checkpoint::ShardedStateDict out;
+distributed::ShardedStateDict Trainer::global_pieces(const std::vector<torch::Tensor>& tensors,
+                                                     const std::string& prefix, bool loading) {
+  distributed::ShardedStateDict out;
   size_t offset = 0;
   for (auto& part : model_parts_) {
     const size_t n = part->parameters().size();
@@ -491,13 +491,13 @@ components::checkpoint::ShardedStateDict Trainer::global_pieces(
   return out;
 }
 
-components::checkpoint::ShardedStateDict Trainer::model_state(bool loading) {
+distributed::ShardedStateDict Trainer::model_state(bool loading) {
   auto state = global_pieces(params_, "", loading);
   state.merge(load_balancer_->state(loading));
   return state;
 }
 
-components::checkpoint::ShardedStateDict Trainer::optimizer_state(bool loading) {
+distributed::ShardedStateDict Trainer::optimizer_state(bool loading) {
   auto state = global_pieces(optimizer_->exp_avg(), "optimizer.exp_avg.", loading);
   state.merge(global_pieces(optimizer_->exp_avg_sq(), "optimizer.exp_avg_sq.", loading));
   return state;
@@ -573,7 +573,7 @@ void Trainer::save_checkpoint(int64_t step, bool last) {
        {{"consumed_samples", consumed_samples_}, {"seq_len", seq_len},
         {"window_stride", seq_len + 1}}}};
   const bool model_only = last && job_.checkpoint.last_save_model_only;
-  auto optimizer = model_only ? components::checkpoint::ShardedStateDict{} : optimizer_state(false);
+  auto optimizer = model_only ? distributed::ShardedStateDict{} : optimizer_state(false);
   checkpoint_->save(step, model_state(false), optimizer, state, config::to_toml(job_), last);
 }
 

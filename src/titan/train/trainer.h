@@ -24,9 +24,9 @@
 #include "titan/distributed/process_group.h"
 #include "titan/platform/cpu_peak.h"
 #include "titan/platform/cpu_threads.h"
+#include "titan/protocols/train_spec.h"
 #include "titan/tools/memory_snapshot.h"
 #include "titan/tools/profiler.h"
-#include "titan/train/train_spec.h"
 
 namespace titan::components {
 class Validator;
@@ -93,11 +93,11 @@ class Trainer {
   void save_checkpoint(int64_t step, bool last);
   /// This rank's pieces of `tensors` (params_ order) named `prefix` + parameter name, in the
   /// whole model's coordinates, over every model part (ModelPart::state; collective).
-  components::checkpoint::ShardedStateDict global_pieces(const std::vector<torch::Tensor>& tensors,
-                                                         const std::string& prefix, bool loading);
+  distributed::ShardedStateDict global_pieces(const std::vector<torch::Tensor>& tensors,
+                                              const std::string& prefix, bool loading);
   /// This rank's pieces of the model and of the optimizer state, as global_pieces.
-  components::checkpoint::ShardedStateDict model_state(bool loading);
-  components::checkpoint::ShardedStateDict optimizer_state(bool loading);
+  distributed::ShardedStateDict model_state(bool loading);
+  distributed::ShardedStateDict optimizer_state(bool loading);
   /// Logs the bytes of parameters, gradients and optimizer state this rank holds.
   void log_state_memory();
   /// The memory peaks since the last record into `m`, then a new peak window.
@@ -124,7 +124,7 @@ class Trainer {
   std::shared_ptr<distributed::World> world_;
   distributed::ParallelDims dims_;
   distributed::DeviceMesh mesh_;
-  const TrainSpec* spec_ = nullptr;
+  const protocols::TrainSpec* spec_ = nullptr;
   models::ModelShape shape_;  // of the whole model
   std::unique_ptr<distributed::ForwardBackward> forward_backward_;  // runs batches through:
   std::vector<std::unique_ptr<distributed::ModelPart>> model_parts_;  // this rank's, in order

@@ -10,8 +10,8 @@
 #include <mutex>
 
 #include "support/thread_ranks.h"
-#include "titan/components/loss.h"
 #include "titan/distributed/loss_parallel.h"
+#include "titan/models/common/loss.h"
 
 namespace titan {
 namespace unit_distributed_collectives_test {
@@ -107,7 +107,7 @@ TEST_P(Collectives, VocabParallelCrossEntropyMatchesTheWholeVocabulary) {
   auto logits = torch::randn({B, N, kVocabPerRank * n}) * 4;
   auto labels = torch::randint(kVocabPerRank * n, {B, N}, torch::kLong);
   auto reference_logits = logits.clone().requires_grad_();
-  auto reference = components::cross_entropy_sum(reference_logits, labels);
+  auto reference = models::cross_entropy_sum(reference_logits, labels);
   reference.backward();
   testing::run_thread_ranks(n, [&](int r, World& world) {
     auto local = logits.narrow(-1, r * kVocabPerRank, kVocabPerRank).clone().requires_grad_();

@@ -24,7 +24,7 @@
 #include "titan/models/common/rope.h"
 #include "titan/models/common/transformer.h"
 #include "titan/models/common/transformer_block.h"
-#include "titan/train/train_spec.h"
+#include "titan/protocols/train_spec.h"
 
 namespace titan::testing {
 
@@ -41,7 +41,7 @@ inline nlohmann::json load_expected(const std::string& name) {
 inline std::shared_ptr<models::CausalLM> load_hf_model(const std::string& name,
                                                        torch::ScalarType dtype) {
   auto folder = components::load_hf_folder(model_dir(name));
-  const auto& spec = train::train_spec_for_hf_model_type(folder.config["model_type"]);
+  const auto& spec = protocols::train_spec_for_hf_model_type(folder.config["model_type"]);
   auto model = spec.build_from_hf(folder.config);
   model->to(dtype);
   spec.from_hf(*model, folder.state_dict);

@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "support/relative_error.h"
-#include "titan/components/linear_cross_entropy.h"
+#include "titan/distributed/linear_cross_entropy.h"
 #include "titan/models/common/grouped_linear.h"
 #include "titan/models/common/kernels/rms_norm.h"
 #include "titan/models/common/linear.h"
@@ -36,7 +36,7 @@ struct Stage {
   torch::Tensor loss(const torch::Tensor& h, bool shared_w1) {
     auto a = models::kernels::rms_norm(models::deferrable_linear(h, w1), g1, 1e-6);  // [4, 8]
     auto b = norm(models::grouped_linear(a, w2, {1, 0, 3}) * s);                       // [4, 5]
-    auto l = components::linear_cross_entropy_sum(b, wl, labels, {});
+    auto l = distributed::linear_cross_entropy_sum(b, wl, labels, {});
     return shared_w1 ? l + w1.pow(2).sum() * 0.01 : l;
   }
   void zero() {

@@ -5,7 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "titan/errors.h"
-#include "titan/train/train_spec.h"
+#include "titan/protocols/train_spec.h"
 
 namespace titan::tools {
 namespace unit_tools_plan_test {
@@ -19,7 +19,7 @@ constexpr int64_t kLlama8B = kLayers * kBlock + 2 * kVocab * kDim + kDim;
 static_assert(kLlama8B == 8'030'261'248, "Llama 3.1 8B has 8,030,261,248 parameters");
 
 std::shared_ptr<models::CausalLM> meta_model(const std::string& family, const std::string& flavor) {
-  return train::get_train_spec(family).build_on_device(flavor, torch::kMeta);
+  return protocols::get_train_spec(family).build_on_device(flavor, torch::kMeta);
 }
 
 config::JobConfig job_for(const std::string& family, const std::string& flavor) {

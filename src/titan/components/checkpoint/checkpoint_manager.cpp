@@ -45,11 +45,11 @@ const std::vector<std::string>& loadable_parts() {
 // The pieces to write: `in` itself (shallow), or, with `host_copy`, a host copy of what this
 // rank writes (the async snapshot; pieces it does not write keep only their shape and dtype);
 // floating-point data cast to `dtype` when given.
-ShardedStateDict snapshot(const ShardedStateDict& in, bool host_copy,
-                          std::optional<torch::ScalarType> dtype) {
-  ShardedStateDict out;
+distributed::ShardedStateDict snapshot(const distributed::ShardedStateDict& in, bool host_copy,
+                                       std::optional<torch::ScalarType> dtype) {
+  distributed::ShardedStateDict out;
   for (const auto& [name, piece] : in) {
-    ShardedTensor p = piece;
+    distributed::ShardedTensor p = piece;
     const bool written = piece.writer && piece.local.defined();
     if (host_copy && !written && piece.local.defined()) {
       p.local = torch::empty(piece.local.sizes(), piece.local.options().device(torch::kMeta));
@@ -99,8 +99,8 @@ struct CheckpointManager::Job {
   std::string dir;  // step-<N>.tmp
   bool model_only = false;
   bool hf_export = false;
-  ShardedStateDict model;
-  ShardedStateDict optimizer;
+  distributed::ShardedStateDict model;
+  distributed::ShardedStateDict optimizer;
   nlohmann::json rank_state;
   std::string config_toml;
   std::exception_ptr error;  // what writing this rank's part threw
@@ -185,9 +185,10 @@ bool CheckpointManager::should_save(int64_t step, int64_t last_step) {
   return due;
 }
 
-void CheckpointManager::save(int64_t step, const ShardedStateDict& model,
-                             const ShardedStateDict& optimizer, const nlohmann::json& rank_state,
-                             const std::string& config_toml, bool last) {
+void CheckpointManager::save(int64_t step, const distributed::ShardedStateDict& model,
+                             const distributed::ShardedStateDict& optimizer,
+                             const nlohmann::json& rank_state, const std::string& config_toml,
+                             bool last) {
   if (!rank_state.is_object()) {
     throw CheckpointError(fmt::format("checkpoint step {}: rank_state must be a JSON object (one "
                                       "key per component), got {}",
@@ -303,8 +304,8 @@ std::optional<int64_t> CheckpointManager::find_step(int64_t below) const {
   return *steps.rbegin();
 }
 
-std::optional<LoadResult> CheckpointManager::load(ShardedStateDict& model,
-                                                  ShardedStateDict& optimizer,
+std::optional<LoadResult> CheckpointManager::load(distributed::ShardedStateDict& model,
+                                                  distributed::ShardedStateDict& optimizer,
                                                   nlohmann::json& rank_state) {
   if (!config_.enable) return std::nullopt;
   wait();
@@ -355,7 +356,8 @@ std::optional<LoadResult> CheckpointManager::load(ShardedStateDict& model,
 }
 
 LoadResult CheckpointManager::load_folder(const std::string& dir, bool initial,
-                                          ShardedStateDict& model, ShardedStateDict& optimizer,
+                                          distributed::ShardedStateDict& model,
+                                          distributed::ShardedStateDict& optimizer,
                                           nlohmann::json& rank_state) {
   LoadResult result;
   if (auto error = try_load_folder(dir, initial, model, optimizer, rank_state, result)) {
@@ -365,8 +367,8 @@ LoadResult CheckpointManager::load_folder(const std::string& dir, bool initial,
 }
 
 std::exception_ptr CheckpointManager::try_load_folder(const std::string& dir, bool initial,
-                                                      ShardedStateDict& model,
-                                                      ShardedStateDict& optimizer,
+                                                      distributed::ShardedStateDict& model,
+                                                      distributed::ShardedStateDict& optimizer,
                                                       nlohmann::json& rank_state,
                                                       LoadResult& result) {
   const auto start = Clock::now();

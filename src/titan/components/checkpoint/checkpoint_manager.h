@@ -35,9 +35,9 @@
 #include <thread>
 
 #include "titan/components/checkpoint/checkpoint_metadata.h"
-#include "titan/components/checkpoint/sharded_tensor.h"
 #include "titan/config/job_config.h"
 #include "titan/distributed/process_group.h"
+#include "titan/distributed/sharded_tensor.h"
 #include "titan/platform/clock.h"
 
 namespace titan::components::checkpoint {
@@ -90,8 +90,9 @@ class CheckpointManager {
   /// pending async save. Throws CheckpointError naming the tensor or file at fault (on every
   /// rank when any rank fails; the previous checkpoint then stays the latest), CommError when
   /// ranks stop answering.
-  void save(int64_t step, const ShardedStateDict& model, const ShardedStateDict& optimizer,
-            const nlohmann::json& rank_state, const std::string& config_toml, bool last);
+  void save(int64_t step, const distributed::ShardedStateDict& model,
+            const distributed::ShardedStateDict& optimizer, const nlohmann::json& rank_state,
+            const std::string& config_toml, bool last);
 
   /// Completes a pending async save (collective; no-op when none is pending). Throws as save().
   void wait();
@@ -112,7 +113,8 @@ class CheckpointManager {
   /// SHA-256), a `step-<N>` without a valid metadata.json (folders appear complete through the
   /// rename, so one without is damaged), a checkpoint of another model or flavor, a missing
   /// tensor or one of another global shape.
-  std::optional<LoadResult> load(ShardedStateDict& model, ShardedStateDict& optimizer,
+  std::optional<LoadResult> load(distributed::ShardedStateDict& model,
+                                 distributed::ShardedStateDict& optimizer,
                                  nlohmann::json& rank_state);
 
  private:
@@ -124,12 +126,13 @@ class CheckpointManager {
   void prune() const;
   /// checkpoint.load_step, or the highest complete step below `below`.
   std::optional<int64_t> find_step(int64_t below) const;
-  LoadResult load_folder(const std::string& dir, bool initial, ShardedStateDict& model,
-                         ShardedStateDict& optimizer, nlohmann::json& rank_state);
+  LoadResult load_folder(const std::string& dir, bool initial, distributed::ShardedStateDict& model,
+                         distributed::ShardedStateDict& optimizer, nlohmann::json& rank_state);
   /// load_folder, returning the failure (this rank's error, or CommError for a peer's) instead
   /// of throwing it; every rank returns one when any rank failed.
   std::exception_ptr try_load_folder(const std::string& dir, bool initial,
-                                     ShardedStateDict& model, ShardedStateDict& optimizer,
+                                     distributed::ShardedStateDict& model,
+                                     distributed::ShardedStateDict& optimizer,
                                      nlohmann::json& rank_state, LoadResult& result);
   /// Runs `f` on rank 0 and shares its outcome: its int64 result, or its failure (rank 0
   /// rethrows its own; the others throw CommError, a peer's failure).

@@ -7,7 +7,7 @@
 
 #include "titan/components/checkpoint/file_io.h"
 #include "titan/components/checkpoint/safetensors.h"
-#include "titan/components/checkpoint/sharded_tensor.h"
+#include "titan/distributed/sharded_tensor.h"
 #include "titan/errors.h"
 
 namespace titan::components::checkpoint {
@@ -69,7 +69,7 @@ TensorRecord tensor_from_json(const nlohmann::json& j, const std::string& where,
   const auto& chunks = field(j, "chunks", where, ctx);
   if (!chunks.is_array()) bad(where, ctx + "'chunks' must be an array");
   const uint64_t row_bytes =
-      static_cast<uint64_t>(row_numel(t.global_shape)) * c10::elementSize(t.dtype);
+      static_cast<uint64_t>(distributed::row_numel(t.global_shape)) * c10::elementSize(t.dtype);
   for (const auto& c : chunks) {
     Chunk chunk;
     chunk.file = get_string(c, "file", where, ctx);
@@ -77,10 +77,10 @@ TensorRecord tensor_from_json(const nlohmann::json& j, const std::string& where,
     chunk.rows = get_i64(c, "rows", where, ctx);
     chunk.offset = get_u64(c, "offset", where, ctx);
     chunk.bytes = get_u64(c, "bytes", where, ctx);
-    if (chunk.row_offset + chunk.rows > global_rows(t.global_shape)) {
+    if (chunk.row_offset + chunk.rows > distributed::global_rows(t.global_shape)) {
       bad(where, fmt::format("{}chunk rows [{}, {}) lie beyond the {} rows of the tensor", ctx,
                              chunk.row_offset, chunk.row_offset + chunk.rows,
-                             global_rows(t.global_shape)));
+                             distributed::global_rows(t.global_shape)));
     }
     if (chunk.bytes != static_cast<uint64_t>(chunk.rows) * row_bytes) {
       bad(where, fmt::format("{}chunk of {} rows records {} bytes, {} expected", ctx, chunk.rows,

@@ -11,6 +11,7 @@
 #include "titan/components/checkpoint/shard_reader.h"
 #include "titan/components/checkpoint/shard_writer.h"
 #include "titan/errors.h"
+#include "titan/models/common/causal_lm.h"
 #include "titan/platform/logging.h"
 
 namespace titan::components::checkpoint {
@@ -36,7 +37,7 @@ const char* export_dtype_name(torch::ScalarType dtype) {
                                 c10::toString(dtype)));
 }
 
-void check_model_type(const train::TrainSpec& spec, const nlohmann::json& config,
+void check_model_type(const protocols::TrainSpec& spec, const nlohmann::json& config,
                       const std::string& hf_dir) {
   const auto& types = spec.hf_model_types;
   const std::string type = config.contains("model_type") && config["model_type"].is_string()
@@ -77,10 +78,12 @@ bool hf_default(const std::string& key, const nlohmann::json& expected,
 
 }  // namespace
 
-ShardedStateDict whole_model_state(models::CausalLM& model) {
-  ShardedStateDict out;
-  for (const auto& item : model.named_parameters()) out.emplace(item.key(), whole(item.value()));
-  for (const auto& item : model.named_buffers()) out.emplace(item.key(), whole(item.value()));
+distributed::ShardedStateDict whole_model_state(models::CausalLM& model) {
+  distributed::ShardedStateDict out;
+  for (const auto& item : model.named_parameters())
+    out.emplace(item.key(), distributed::whole(item.value()));
+  for (const auto& item : model.named_buffers())
+    out.emplace(item.key(), distributed::whole(item.value()));
   return out;
 }
 
@@ -97,9 +100,9 @@ torch::ScalarType export_dtype(const std::string& name, const std::string& key) 
 void export_checkpoint_to_hf(const std::string& step_dir, const std::string& out_dir,
                              const HfExportOptions& options) {
   const CheckpointMetadata metadata = read_metadata(step_dir);
-  const train::TrainSpec& spec = train::get_train_spec(metadata.model.family);
+  const protocols::TrainSpec& spec = protocols::get_train_spec(metadata.model.family);
   auto model = spec.build(metadata.model.flavor);
-  ShardedStateDict pieces = whole_model_state(*model);
+  distributed::ShardedStateDict pieces = whole_model_state(*model);
   read_sections(step_dir, metadata, {{"model", &pieces}});
   nlohmann::json config = spec.hf_config(metadata.model.flavor);
   config["torch_dtype"] = export_dtype_name(options.dtype);
@@ -108,7 +111,7 @@ void export_checkpoint_to_hf(const std::string& step_dir, const std::string& out
   write_hf_folder(out_dir, config, hf, options.dtype, options.max_shard_bytes);
 }
 
-std::string hf_config_difference(const train::TrainSpec& spec, const std::string& flavor,
+std::string hf_config_difference(const protocols::TrainSpec& spec, const std::string& flavor,
                                  const nlohmann::json& config) {
   const nlohmann::json expected = spec.hf_config(flavor);
   for (const auto& [key, value] : expected.items()) {
@@ -124,7 +127,7 @@ std::string hf_config_difference(const train::TrainSpec& spec, const std::string
   return "";
 }
 
-std::string flavor_for_hf_config(const train::TrainSpec& spec, const nlohmann::json& config) {
+std::string flavor_for_hf_config(const protocols::TrainSpec& spec, const nlohmann::json& config) {
   std::vector<std::string> differences;
   for (const auto& flavor : spec.flavors) {
     std::string difference;
@@ -144,7 +147,7 @@ std::string flavor_for_hf_config(const train::TrainSpec& spec, const nlohmann::j
 ModelIdentity import_hf_to_checkpoint(const std::string& hf_dir, const std::string& step_dir,
                                       const std::string& family, const std::string& flavor,
                                       int64_t step) {
-  const train::TrainSpec& spec = train::get_train_spec(family);
+  const protocols::TrainSpec& spec = protocols::get_train_spec(family);
   HfFolder folder = load_hf_folder(hf_dir);
   check_model_type(spec, folder.config, hf_dir);
   const ModelIdentity identity{family,
@@ -157,7 +160,7 @@ ModelIdentity import_hf_to_checkpoint(const std::string& hf_dir, const std::stri
                                       identity.flavor, difference));
   }
   spec.from_hf(*model, folder.state_dict);
-  const ShardedStateDict pieces = whole_model_state(*model);
+  const distributed::ShardedStateDict pieces = whole_model_state(*model);
   const std::string tmp = step_dir + ".tmp";
   fs::remove_all(tmp);
   fs::create_directories(tmp);
@@ -168,8 +171,8 @@ ModelIdentity import_hf_to_checkpoint(const std::string& hf_dir, const std::stri
 }
 
 void load_hf_into_pieces(const std::string& hf_dir, const std::string& family,
-                         ShardedStateDict& model) {
-  const train::TrainSpec& spec = train::get_train_spec(family);
+                         distributed::ShardedStateDict& model) {
+  const protocols::TrainSpec& spec = protocols::get_train_spec(family);
   HfFolder folder = load_hf_folder(hf_dir);
   check_model_type(spec, folder.config, hf_dir);
   auto full = spec.build_from_hf(folder.config);
@@ -177,7 +180,7 @@ void load_hf_into_pieces(const std::string& hf_dir, const std::string& family,
   const auto whole_state = whole_model_state(*full);  // Qwen3-MoE's biases: zeros
   torch::NoGradGuard no_grad;
   for (auto& [name, piece] : model) {
-    check_piece(name, piece);
+    distributed::check_piece(name, piece);
     auto it = whole_state.find(name);
     const torch::Tensor* param = it == whole_state.end() ? nullptr : &it->second.local;
     if (!param) {
@@ -193,7 +196,7 @@ void load_hf_into_pieces(const std::string& hf_dir, const std::string& family,
     }
     piece.local.copy_(piece.global_shape.empty()
                           ? *param
-                          : param->narrow(0, piece.row_offset, local_rows(piece)));
+                          : param->narrow(0, piece.row_offset, distributed::local_rows(piece)));
   }
 }
 

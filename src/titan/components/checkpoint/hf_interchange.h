@@ -14,8 +14,8 @@
 
 #include "titan/components/checkpoint/checkpoint_metadata.h"
 #include "titan/components/checkpoint/hf_folder.h"
-#include "titan/components/checkpoint/sharded_tensor.h"
-#include "titan/train/train_spec.h"
+#include "titan/distributed/sharded_tensor.h"
+#include "titan/protocols/train_spec.h"
 
 namespace titan::components::checkpoint {
 
@@ -26,7 +26,7 @@ struct HfExportOptions {
 
 /// Every parameter and buffer (MoE expert biases) of `model` as a whole piece: what a
 /// checkpoint's model section holds, to read one into a whole model or write one from it.
-ShardedStateDict whole_model_state(models::CausalLM& model);
+distributed::ShardedStateDict whole_model_state(models::CausalLM& model);
 
 /// The dtype checkpoint.export_dtype names: "float32", "bfloat16" or "float16". Throws
 /// ConfigError naming `key` and the valid names otherwise.
@@ -45,7 +45,7 @@ void export_checkpoint_to_hf(const std::string& step_dir, const std::string& out
 /// The flavor of `spec` whose hf_config agrees with `config` on every key hf_config writes
 /// (torch_dtype and architectures aside). Throws CheckpointError naming the config and, for each
 /// flavor, the first key that differs, when none matches.
-std::string flavor_for_hf_config(const train::TrainSpec& spec, const nlohmann::json& config);
+std::string flavor_for_hf_config(const protocols::TrainSpec& spec, const nlohmann::json& config);
 
 /// Writes the Hugging Face folder `hf_dir` as the titan checkpoint folder `step_dir` (one rank,
 /// model only, step `step`): the model of `family` and `flavor` (empty: flavor_for_hf_config)
@@ -65,6 +65,6 @@ ModelIdentity import_hf_to_checkpoint(const std::string& hf_dir, const std::stri
 /// without such a parameter or whose global shape differs from it, and as load_hf_folder /
 /// from_hf do.
 void load_hf_into_pieces(const std::string& hf_dir, const std::string& family,
-                         ShardedStateDict& model);
+                         distributed::ShardedStateDict& model);
 
 }  // namespace titan::components::checkpoint

@@ -58,9 +58,10 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 }
 
 // Copies the rows of `record` that `piece` covers into piece.local.
-void fill_piece(const std::string& section, const std::string& name, ShardedTensor& piece,
-                const TensorRecord& record, VerifiedFiles& files) {
-  check_piece(name, piece);
+void fill_piece(const std::string& section, const std::string& name,
+                distributed::ShardedTensor& piece, const TensorRecord& record,
+                VerifiedFiles& files) {
+  distributed::check_piece(name, piece);
   if (record.global_shape != piece.global_shape) {
     throw CheckpointError(fmt::format("{} tensor '{}': the checkpoint holds global shape {}, this "
                                       "run expects {}",
@@ -68,7 +69,7 @@ void fill_piece(const std::string& section, const std::string& name, ShardedTens
                                       shape_text(piece.global_shape)));
   }
   const int64_t begin = piece.row_offset;
-  const int64_t end = begin + local_rows(piece);
+  const int64_t end = begin + distributed::local_rows(piece);
   if (begin == end) return;
   const bool direct = piece.local.device().is_cpu() && piece.local.is_contiguous() &&
                       piece.local.scalar_type() == record.dtype;
@@ -76,8 +77,8 @@ void fill_piece(const std::string& section, const std::string& name, ShardedTens
   torch::Tensor dst = direct ? piece.local
                              : torch::empty(piece.local.sizes(),
                                             torch::TensorOptions().dtype(record.dtype));
-  const uint64_t row_bytes =
-      static_cast<uint64_t>(row_numel(record.global_shape)) * c10::elementSize(record.dtype);
+  const uint64_t row_bytes = static_cast<uint64_t>(distributed::row_numel(record.global_shape)) *
+                             c10::elementSize(record.dtype);
   char* out = static_cast<char*>(dst.data_ptr());
   int64_t covered = 0;
   for (const auto& c : record.chunks) {

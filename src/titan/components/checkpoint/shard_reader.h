@@ -7,12 +7,12 @@
 #include <string>
 
 #include "titan/components/checkpoint/checkpoint_metadata.h"
-#include "titan/components/checkpoint/sharded_tensor.h"
+#include "titan/distributed/sharded_tensor.h"
 
 namespace titan::components::checkpoint {
 
 /// Section name ("model", "optimizer") -> the pieces to fill, in place.
-using SectionsRef = std::map<std::string, ShardedStateDict*>;
+using SectionsRef = std::map<std::string, distributed::ShardedStateDict*>;
 
 /// Fills every piece of `sections` from the checkpoint folder `dir` that `metadata` describes
 /// (read_metadata(dir)): for each piece, the chunks overlapping its rows [row_offset,

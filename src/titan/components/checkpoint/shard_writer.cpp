@@ -67,10 +67,11 @@ void check_coverage(SectionRecords& merged, const std::string& dir) {
         next = c.row_offset + c.rows;
         previous = &c;
       }
-      if (next != global_rows(t.global_shape)) {
-        throw CheckpointError(fmt::format("{}: {} tensor '{}': rows from {} of {} are written by "
-                                          "no rank (every row needs one piece with writer = true)",
-                                          dir, section, name, next, global_rows(t.global_shape)));
+      if (next != distributed::global_rows(t.global_shape)) {
+        throw CheckpointError(
+            fmt::format("{}: {} tensor '{}': rows from {} of {} are written by "
+                        "no rank (every row needs one piece with writer = true)",
+                        dir, section, name, next, distributed::global_rows(t.global_shape)));
       }
     }
   }
@@ -92,10 +93,10 @@ void write_rank_part(const std::string& dir, int rank, const SectionsView& secti
   for (const auto& [section, dict] : sections) {
     auto& out = records[section];
     for (const auto& [name, piece] : *dict) {
-      check_piece(name, piece);
+      distributed::check_piece(name, piece);
       TensorRecord record{piece.local.scalar_type(), piece.global_shape, {}};
       safetensors_dtype_name(record.dtype, name, data_path);
-      const int64_t rows = local_rows(piece);
+      const int64_t rows = distributed::local_rows(piece);
       if (piece.writer && rows > 0) {
         auto host = piece.local.to(torch::kCPU).contiguous();  // host: local's shape
         const uint64_t bytes = host.numel() * host.element_size();

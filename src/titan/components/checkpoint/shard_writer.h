@@ -15,12 +15,12 @@
 #include <vector>
 
 #include "titan/components/checkpoint/checkpoint_metadata.h"
-#include "titan/components/checkpoint/sharded_tensor.h"
+#include "titan/distributed/sharded_tensor.h"
 
 namespace titan::components::checkpoint {
 
 /// Section name ("model", "optimizer") -> the pieces this rank holds of it.
-using SectionsView = std::map<std::string, const ShardedStateDict*>;
+using SectionsView = std::map<std::string, const distributed::ShardedStateDict*>;
 
 /// The file names of rank `rank`'s part.
 std::string rank_data_file(int rank);   // "rank_<r>.bin"

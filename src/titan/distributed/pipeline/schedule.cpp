@@ -4,7 +4,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <cctype>
 #include <map>
 #include <optional>
 #include <set>
@@ -14,14 +13,6 @@
 
 namespace titan::distributed::pipeline {
 namespace {
-
-constexpr ScheduleKind kKinds[] = {ScheduleKind::GPipe, ScheduleKind::OneFOneB,
-                                   ScheduleKind::Interleaved1F1B, ScheduleKind::ZBVZeroBubble};
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
-  return s;
-}
 
 ConfigError schedule_error(ScheduleKind kind, const std::string& why) {
   return ConfigError(fmt::format("parallelism.pipeline_parallel_schedule = {}: {}",
@@ -244,35 +235,6 @@ void check_coverage(const Schedule& s) {
 }
 
 }  // namespace
-
-ScheduleKind parse_schedule(const std::string& name) {
-  for (auto kind : kKinds) {
-    if (lower(name) == lower(schedule_name(kind))) return kind;
-  }
-  throw ConfigError(fmt::format("parallelism.pipeline_parallel_schedule: '{}' is not a schedule "
-                                "(valid, in any case: {})",
-                                name, fmt::join(schedule_names(), ", ")));
-}
-
-std::vector<std::string> schedule_names() {
-  std::vector<std::string> out;
-  for (auto kind : kKinds) out.push_back(schedule_name(kind));
-  return out;
-}
-
-const char* schedule_name(ScheduleKind kind) {
-  switch (kind) {
-    case ScheduleKind::GPipe: return "GPipe";
-    case ScheduleKind::OneFOneB: return "1F1B";
-    case ScheduleKind::Interleaved1F1B: return "Interleaved1F1B";
-    case ScheduleKind::ZBVZeroBubble: return "ZBVZeroBubble";
-  }
-  return "?";
-}
-
-bool is_multi_stage(ScheduleKind kind) {
-  return kind == ScheduleKind::Interleaved1F1B || kind == ScheduleKind::ZBVZeroBubble;
-}
 
 std::string Action::str() const {
   static constexpr char kLetters[] = {'F', 'B', 'I', 'W'};

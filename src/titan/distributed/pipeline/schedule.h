@@ -18,19 +18,15 @@
 #include <string>
 #include <vector>
 
+#include "titan/config/schedule_kind.h"
+
 namespace titan::distributed::pipeline {
 
-enum class ScheduleKind { GPipe, OneFOneB, Interleaved1F1B, ZBVZeroBubble };
-
-/// parallelism.pipeline_parallel_schedule, case-insensitive ("gpipe", "1f1b", ...); throws
-/// ConfigError naming the key and the valid names.
-ScheduleKind parse_schedule(const std::string& name);
-/// TorchTitan's spelling: "GPipe", "1F1B", "Interleaved1F1B", "ZBVZeroBubble".
-const char* schedule_name(ScheduleKind kind);
-/// Every schedule's name, as schedule_name spells it.
-std::vector<std::string> schedule_names();
-/// Schedules that run several stages on each rank (their default is 2 per rank).
-bool is_multi_stage(ScheduleKind kind);
+using config::is_multi_stage;
+using config::parse_schedule;
+using config::schedule_name;
+using config::schedule_names;
+using config::ScheduleKind;
 
 enum class Op {
   Forward,         // F: the stage's forward (and the loss on the last stage)

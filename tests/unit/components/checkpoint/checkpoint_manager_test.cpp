@@ -57,7 +57,7 @@ config::CheckpointSection base_config() {
   return c;
 }
 
-void expect_equal(const FullState& expected, const ShardedStateDict& pieces) {
+void expect_equal(const FullState& expected, const distributed::ShardedStateDict& pieces) {
   for (const auto& [name, t] : expected) {
     ASSERT_TRUE(pieces.count(name)) << name;
     EXPECT_TRUE(torch::equal(pieces.at(name).local, t)) << name;
@@ -79,15 +79,15 @@ class Manager : public ::testing::Test {
     m.save(step, model, optimizer, rank_state(step), "[job]\ndump_folder = \"x\"\n", last);
   }
   // Loads into zeroed pieces; returns what load() returned.
-  std::optional<LoadResult> load(CheckpointManager& m, ShardedStateDict& model,
-                                 ShardedStateDict& optimizer, nlohmann::json& state) {
+  std::optional<LoadResult> load(CheckpointManager& m, distributed::ShardedStateDict& model,
+                                 distributed::ShardedStateDict& optimizer, nlohmann::json& state) {
     model = testing::empty_pieces(model_state(), 0, 1);
     optimizer = testing::empty_pieces(optimizer_state(), 0, 1);
     return m.load(model, optimizer, state);
   }
   // The CheckpointError message of loading with `m`, or "no CheckpointError".
   std::string load_error(CheckpointManager& m) {
-    ShardedStateDict model, optimizer;
+    distributed::ShardedStateDict model, optimizer;
     nlohmann::json state;
     try {
       load(m, model, optimizer, state);
@@ -117,7 +117,7 @@ TEST_F(Manager, RoundTripOneRank) {
   EXPECT_TRUE(metadata.files.count("config.toml"));
   EXPECT_EQ(metadata.files.at("rank_0.bin").sha256.size(), 64u);
 
-  ShardedStateDict model, optimizer;
+  distributed::ShardedStateDict model, optimizer;
   nlohmann::json state = {{"other", 1}};
   auto result = load(*m, model, optimizer, state);
   ASSERT_TRUE(result);
@@ -133,7 +133,7 @@ TEST_F(Manager, RoundTripOneRank) {
 
 TEST_F(Manager, NothingToLoad) {
   auto m = manager(base_config());
-  ShardedStateDict model, optimizer;
+  distributed::ShardedStateDict model, optimizer;
   nlohmann::json state;
   EXPECT_FALSE(load(*m, model, optimizer, state));
   auto c = base_config();
@@ -158,7 +158,7 @@ TEST_F(Manager, LoadsTheLatestOrLoadStep) {
   auto m = manager(base_config());
   save(*m, 1, 0.0);
   save(*m, 2, 1.0);
-  ShardedStateDict model, optimizer;
+  distributed::ShardedStateDict model, optimizer;
   nlohmann::json state;
   EXPECT_EQ(load(*m, model, optimizer, state)->step, 2);
   expect_equal(model_state(1.0), model);
@@ -193,7 +193,7 @@ TEST_F(Manager, CrashLeftoversAreIgnoredThenCleared) {
   // A save of step 2 killed after writing its rank file, before the rename.
   fs::create_directories(step_dir(2).string() + ".tmp");
   fs::copy_file(step_dir(1) / "rank_0.bin", step_dir(2).string() + ".tmp/rank_0.bin");
-  ShardedStateDict model, optimizer;
+  distributed::ShardedStateDict model, optimizer;
   nlohmann::json state;
   auto result = load(*m, model, optimizer, state);
   ASSERT_TRUE(result);
@@ -207,7 +207,7 @@ TEST_F(Manager, SavingAnExistingStepReplacesIt) {
   auto m = manager(base_config());
   save(*m, 1, 0.0);
   save(*m, 1, 2.0);
-  ShardedStateDict model, optimizer;
+  distributed::ShardedStateDict model, optimizer;
   nlohmann::json state;
   load(*m, model, optimizer, state);
   expect_equal(model_state(2.0), model);
@@ -230,7 +230,7 @@ TEST_F(Manager, AsyncSaveWritesASnapshotAndCompletesOnWait) {
   EXPECT_FALSE(fs::exists(step_dir(6)));
 
   auto loader = manager(base_config());
-  ShardedStateDict loaded, loaded_opt;
+  distributed::ShardedStateDict loaded, loaded_opt;
   nlohmann::json state;
   ASSERT_EQ(load(*loader, loaded, loaded_opt, state)->step, 5);
   expect_equal(model_state(), loaded);  // the values at save(), not the later ones
@@ -251,7 +251,7 @@ TEST_F(Manager, ExcludeFromLoading) {
   save(*m, 3);
   auto c = base_config();
   c.exclude_from_loading = {"optimizer", "dataloader"};
-  ShardedStateDict model, optimizer;
+  distributed::ShardedStateDict model, optimizer;
   nlohmann::json state = {{"dataloader", "mine"}};
   load(*manager(c), model, optimizer, state);
   expect_equal(model_state(), model);
@@ -273,7 +273,7 @@ TEST_F(Manager, LastSaveModelOnlyInExportDtype) {
   EXPECT_EQ(metadata.sections.count("optimizer"), 0u);
   EXPECT_EQ(metadata.sections.at("model").at("norm.weight").dtype, torch::kBFloat16);
 
-  ShardedStateDict model, optimizer;
+  distributed::ShardedStateDict model, optimizer;
   nlohmann::json state = {{"train_state", "untouched"}};
   auto result = load(*m, model, optimizer, state);
   ASSERT_TRUE(result);
@@ -292,7 +292,7 @@ TEST_F(Manager, InitialLoadPath) {
   auto c = base_config();
   c.folder = "fresh_run";
   c.initial_load_path = step_dir(4).string();
-  ShardedStateDict model, optimizer;
+  distributed::ShardedStateDict model, optimizer;
   nlohmann::json state = {{"train_state", "untouched"}};
   auto result = load(*manager(c), model, optimizer, state);
   ASSERT_TRUE(result);
@@ -320,7 +320,7 @@ TEST_F(Manager, RankStateOfAnotherWorldSizeComesFromRankZero) {
   fs::rename(dir, step_dir(6));
   auto c = base_config();
   c.exclude_from_loading = {"optimizer"};
-  ShardedStateDict model, optimizer;
+  distributed::ShardedStateDict model, optimizer;
   nlohmann::json state;
   load(*manager(c), model, optimizer, state);
   expect_equal(full, model);
@@ -361,9 +361,9 @@ TEST_F(Manager, RefusesAFlippedByte) {
 TEST_F(Manager, RefusesAWrongShapeAndAMissingTensor) {
   auto m = manager(base_config());
   save(*m, 1);
-  ShardedStateDict model = testing::empty_pieces(model_state(), 0, 1);
-  ShardedStateDict optimizer = testing::empty_pieces(optimizer_state(), 0, 1);
-  model["norm.weight"] = whole(torch::zeros({9}));
+  distributed::ShardedStateDict model = testing::empty_pieces(model_state(), 0, 1);
+  distributed::ShardedStateDict optimizer = testing::empty_pieces(optimizer_state(), 0, 1);
+  model["norm.weight"] = distributed::whole(torch::zeros({9}));
   nlohmann::json state;
   try {
     m->load(model, optimizer, state);
@@ -375,7 +375,7 @@ TEST_F(Manager, RefusesAWrongShapeAndAMissingTensor) {
         << e.what();
   }
   model = testing::empty_pieces(model_state(), 0, 1);
-  model["output.weight"] = whole(torch::zeros({21, 8}));
+  model["output.weight"] = distributed::whole(torch::zeros({21, 8}));
   try {
     m->load(model, optimizer, state);
     FAIL() << "no CheckpointError";
@@ -423,7 +423,7 @@ TEST_F(Manager, ADamagedNewestCheckpointFallsBackToThePreviousOne) {
   save(*m, 2, /*shift=*/1.0);
   const auto data = step_dir(2) / "rank_0.bin";
   fs::resize_file(data, fs::file_size(data) - 1);
-  ShardedStateDict model, optimizer;
+  distributed::ShardedStateDict model, optimizer;
   nlohmann::json state;
   auto result = load(*m, model, optimizer, state);
   ASSERT_TRUE(result);

@@ -20,7 +20,7 @@
 #include "titan/errors.h"
 #include "titan/models/common/generate.h"
 #include "titan/models/common/hf_adapter.h"
-#include "titan/train/train_spec.h"
+#include "titan/protocols/train_spec.h"
 
 namespace titan::components::checkpoint {
 namespace unit_components_checkpoint_hf_interchange_test {
@@ -63,7 +63,7 @@ class HfInterchange : public ::testing::Test {
   std::shared_ptr<models::CausalLM> write_flavor_checkpoint(const std::string& family,
                                                             const std::string& flavor,
                                                             const fs::path& step_dir) {
-    const auto& spec = train::get_train_spec(family);
+    const auto& spec = protocols::get_train_spec(family);
     auto model = spec.build(flavor);
     model->init_weights(5);
     const auto full = params_of(*model);
@@ -85,7 +85,7 @@ TEST_F(HfInterchange, TinyModelsRoundTripUnchanged) {
     SCOPED_TRACE(name);
     const auto original = load_hf_folder(shared_model(name));
     const auto type = original.config["model_type"].get<std::string>();
-    const auto& spec = train::train_spec_for_hf_model_type(type);
+    const auto& spec = protocols::train_spec_for_hf_model_type(type);
     auto model = spec.build_from_hf(original.config);
     spec.from_hf(*model, original.state_dict);
     const auto args = models::args_from_hf_config(original.config, spec.name == "qwen3");
@@ -133,10 +133,10 @@ TEST_F(HfInterchange, FlavorConfigsMatchHuggingFace) {
     "num_hidden_layers": 28, "num_key_value_heads": 8, "rms_norm_eps": 1e-06,
     "rope_scaling": null, "rope_theta": 1000000, "tie_word_embeddings": true,
     "torch_dtype": "bfloat16", "vocab_size": 151936})");
-  EXPECT_EQ(flavor_for_hf_config(train::get_train_spec("llama3"), llama), "8B");
-  EXPECT_EQ(flavor_for_hf_config(train::get_train_spec("qwen3"), qwen), "0.6B");
+  EXPECT_EQ(flavor_for_hf_config(protocols::get_train_spec("llama3"), llama), "8B");
+  EXPECT_EQ(flavor_for_hf_config(protocols::get_train_spec("qwen3"), qwen), "0.6B");
   try {
-    flavor_for_hf_config(train::get_train_spec("llama3"),
+    flavor_for_hf_config(protocols::get_train_spec("llama3"),
                          read_hf_config(shared_model("stories260K")));
     FAIL() << "no CheckpointError";
   } catch (const CheckpointError& e) {
@@ -150,7 +150,7 @@ TEST_F(HfInterchange, FlavorConfigsMatchHuggingFace) {
 TEST_F(HfInterchange, CheckpointToHfAndBack) {
   for (const std::string family : {"llama3", "qwen3"}) {
     SCOPED_TRACE(family);
-    const auto& spec = train::get_train_spec(family);
+    const auto& spec = protocols::get_train_spec(family);
     const auto step_dir = dir_ / family / "step-3";
     auto model = write_flavor_checkpoint(family, "debugmodel", step_dir);
     const auto hf_out = (dir_ / (family + "_hf")).string();
@@ -196,7 +196,7 @@ TEST_F(HfInterchange, ShardedBf16ExportWithIndex) {
   EXPECT_TRUE(fs::exists(hf_out / fmt::format("model-00001-of-{:05d}.safetensors", files)));
   const auto exported = load_hf_folder(hf_out.string());
   EXPECT_EQ(exported.config["torch_dtype"], "bfloat16");
-  const auto& spec = train::get_train_spec("llama3");
+  const auto& spec = protocols::get_train_spec("llama3");
   for (const auto& [name, t] : spec.to_hf(*model)) {
     EXPECT_TRUE(torch::equal(exported.state_dict.at(name), t.to(torch::kBFloat16))) << name;
   }
@@ -208,7 +208,7 @@ TEST_F(HfInterchange, InitialLoadInHfFillsShardedPieces) {
     SCOPED_TRACE(name);
     const auto hf = load_hf_folder(shared_model(name));
     const auto& spec =
-        train::train_spec_for_hf_model_type(hf.config["model_type"].get<std::string>());
+        protocols::train_spec_for_hf_model_type(hf.config["model_type"].get<std::string>());
     auto expected_model = spec.build_from_hf(hf.config);
     spec.from_hf(*expected_model, hf.state_dict);
     const auto expected = params_of(*expected_model);
@@ -218,11 +218,11 @@ TEST_F(HfInterchange, InitialLoadInHfFillsShardedPieces) {
     c.folder = "checkpoint_" + name;
     c.initial_load_path = shared_model(name);
     c.initial_load_in_hf = true;
-    std::vector<ShardedStateDict> ranks;
+    std::vector<distributed::ShardedStateDict> ranks;
     for (int r = 0; r < 2; ++r) {  // two FSDP ranks, each its own world of one here
       CheckpointManager m(c, dir_.string(), testing::group_of_one(), {spec.name, "custom"});
       auto model = testing::empty_pieces(expected, r, 2);
-      ShardedStateDict optimizer;
+      distributed::ShardedStateDict optimizer;
       nlohmann::json state;
       auto result = m.load(model, optimizer, state);
       ASSERT_TRUE(result);
@@ -238,7 +238,7 @@ TEST_F(HfInterchange, InitialLoadInHfFillsShardedPieces) {
 // `titan generate --checkpoint` routes with the checkpoint's expert biases: its score is the
 // biased model's, not the one with zero biases.
 TEST_F(HfInterchange, GenerateRoutesWithTheCheckpointsExpertBiases) {
-  const auto& spec = train::get_train_spec("qwen3");
+  const auto& spec = protocols::get_train_spec("qwen3");
   auto model = spec.build("debugmodel_moe_small");
   model->init_weights(5);
   std::vector<torch::Tensor> biases;
@@ -277,7 +277,7 @@ TEST_F(HfInterchange, GenerateRoutesWithTheCheckpointsExpertBiases) {
 TEST_F(HfInterchange, DeepseekFlavorMatchingSaysWhichFlavorsHaveNoHfConfig) {
   const auto hf = load_hf_folder(shared_model("deepseek_v3_tiny"));
   try {
-    flavor_for_hf_config(train::get_train_spec("deepseek_v3"), hf.config);
+    flavor_for_hf_config(protocols::get_train_spec("deepseek_v3"), hf.config);
     FAIL() << "no CheckpointError";
   } catch (const CheckpointError& e) {
     const std::string what = e.what();
@@ -288,7 +288,7 @@ TEST_F(HfInterchange, DeepseekFlavorMatchingSaysWhichFlavorsHaveNoHfConfig) {
 }
 
 TEST_F(HfInterchange, InitialLoadInHfRefusesAnotherFamily) {
-  ShardedStateDict pieces;
+  distributed::ShardedStateDict pieces;
   try {
     load_hf_into_pieces(shared_model("qwen3_tiny"), "llama3", pieces);
     FAIL() << "no CheckpointError";
@@ -301,7 +301,7 @@ TEST_F(HfInterchange, InitialLoadInHfRefusesAnotherFamily) {
 }
 
 TEST_F(HfInterchange, LastSaveInHf) {
-  const auto& spec = train::get_train_spec("qwen3");
+  const auto& spec = protocols::get_train_spec("qwen3");
   auto model = spec.build("debugmodel");
   model->init_weights(9);
   config::CheckpointSection c;

@@ -81,7 +81,7 @@ TEST_F(Resharding, FourRanksLoadAsOneTwoAndThree) {
   EXPECT_EQ(read_back.rank_states.at(2), nlohmann::json({{"rank", 2}}));
 
   for (int world : {1, 2, 3}) {
-    std::vector<ShardedStateDict> models, optimizers;
+    std::vector<distributed::ShardedStateDict> models, optimizers;
     for (int r = 0; r < world; ++r) {
       models.push_back(testing::empty_pieces(model, r, world));
       optimizers.push_back(testing::empty_pieces(optimizer, r, world));
@@ -176,15 +176,16 @@ TEST_F(Resharding, LoadsIntoAnotherDtypeAndRefusesMisfitPieces) {
   const auto step_dir = dir_ / "step-7";
   const auto metadata = write_checkpoint(step_dir, 2, model, optimizer_state());
 
-  ShardedStateDict as_double = {
+  distributed::ShardedStateDict as_double = {
       {"layers.0.attention.wq.weight",
-       ShardedTensor{torch::zeros({4, 8}, torch::kFloat64), {16, 8}, 6}}};
+       distributed::ShardedTensor{torch::zeros({4, 8}, torch::kFloat64), {16, 8}, 6}}};
   read_sections(step_dir.string(), metadata, {{"model", &as_double}});
   EXPECT_TRUE(torch::equal(as_double.at("layers.0.attention.wq.weight").local,
                            model.at("layers.0.attention.wq.weight").narrow(0, 6, 4).to(
                                torch::kFloat64)));
 
-  ShardedStateDict misfit = {{"norm.weight", ShardedTensor{torch::zeros({2}), {3}, 2}}};
+  distributed::ShardedStateDict misfit = {
+      {"norm.weight", distributed::ShardedTensor{torch::zeros({2}), {3}, 2}}};
   try {
     read_sections(step_dir.string(), metadata, {{"model", &misfit}});
     FAIL() << "no CheckpointError";

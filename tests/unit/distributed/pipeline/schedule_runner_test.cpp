@@ -11,12 +11,12 @@
 #include <thread>
 
 #include "support/thread_ranks.h"
-#include "titan/components/loss.h"
 #include "titan/config/job_config.h"
 #include "titan/distributed/device_mesh.h"
 #include "titan/distributed/parallelize.h"
 #include "titan/distributed/pipeline/schedule_runner.h"
 #include "titan/errors.h"
+#include "titan/models/common/loss.h"
 #include "titan/models/common/transformer.h"
 
 namespace titan::distributed::pipeline {
@@ -53,9 +53,9 @@ std::map<std::string, torch::Tensor> whole_model_grads(double& loss) {
   auto [input, labels] = batch();
   loss = 0;
   for (int64_t mb = 0; mb < kBatch; ++mb) {
-    auto l = components::cross_entropy_sum(model.forward(input.narrow(0, mb, 1)),
-                                           labels.narrow(0, mb, 1)) /
-             double(kBatch * kSeq);
+    auto l =
+        models::cross_entropy_sum(model.forward(input.narrow(0, mb, 1)), labels.narrow(0, mb, 1)) /
+        double(kBatch * kSeq);
     l.backward();
     loss += l.item<double>();
   }

@@ -10,7 +10,7 @@
 #include "titan/errors.h"
 #include "titan/models/common/pipeline_split.h"
 #include "titan/models/common/transformer.h"
-#include "titan/train/train_spec.h"
+#include "titan/protocols/train_spec.h"
 
 namespace titan::models {
 namespace unit_models_common_pipeline_split_test {
@@ -117,7 +117,7 @@ TEST(PipelineSplit, ExplicitModuleNamesGiveTheirStagesOrANamedError) {
 // The TrainSpec hook splits a flavor by its layer count, and the stages built from it hold
 // between them every parameter of the whole model exactly once.
 TEST(PipelineSplit, TheFamilysHookSplitsAFlavorIntoPartsThatCoverTheModel) {
-  const auto& spec = train::get_train_spec("llama3");
+  const auto& spec = protocols::get_train_spec("llama3");
   const auto stages = spec.pipeline_split("8B", {4, 1, 1, {}});
   ASSERT_EQ(stages.size(), 4u);
   EXPECT_EQ(fqns(stages[0]).size(), 1u + 8);  // 34 effective layers: 9, 9, 8, 8

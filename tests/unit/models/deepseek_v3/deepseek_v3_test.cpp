@@ -10,7 +10,7 @@
 #include "../hf_parity.h"
 #include "titan/models/common/mla.h"
 #include "titan/models/common/transformer.h"
-#include "titan/models/deepseek_v3/train_spec.h"
+#include "titan/protocols/train_spec.h"
 
 namespace titan {
 namespace unit_models_deepseek_v3_deepseek_v3_test {
@@ -136,7 +136,7 @@ TEST(Yarn, FrequenciesAndSoftmaxScaleFollowTheFormula) {
 }
 
 TEST(DeepseekV3Flavors, SizesCountEveryExpertAndFlopsTheActiveOnes) {
-  const auto& spec = train::get_train_spec("deepseek_v3");
+  const auto& spec = protocols::get_train_spec("deepseek_v3");
   EXPECT_EQ(spec.flavors, (std::vector<std::string>{"debugmodel", "16B", "236B", "671B"}));
   // DeepSeek-V3 671B: 671B parameters in all, 37B active (the technical report's counts,
   // without the multi-token-prediction module).

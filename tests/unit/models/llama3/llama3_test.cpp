@@ -7,12 +7,12 @@
 
 #include "../hf_parity.h"
 #include "titan/errors.h"
+#include "titan/models/common/attention.h"
 #include "titan/models/common/generate.h"
 #include "titan/models/common/hf_adapter.h"
-#include "titan/models/common/attention.h"
 #include "titan/models/common/transformer.h"
 #include "titan/models/common/transformer_block.h"
-#include "titan/models/llama3/train_spec.h"
+#include "titan/protocols/train_spec.h"
 
 namespace titan {
 namespace unit_models_llama3_llama3_test {
@@ -100,7 +100,7 @@ TEST(Llama3Parity, Llama3TinyFloat32) { check_llama3_tiny(torch::kFloat32, 1e-5,
 TEST(Llama3Parity, Llama3TinyFloat64) { check_llama3_tiny(torch::kFloat64, 5.1e-9, 1e-10); }
 
 TEST(Llama3Flavors, SizesMatchTheReleasedModels) {
-  const auto& spec = train::get_train_spec("llama3");
+  const auto& spec = protocols::get_train_spec("llama3");
   EXPECT_EQ(spec.flavors,
             (std::vector<std::string>{"debugmodel", "100M", "1B", "3B", "8B", "70B", "405B"}));
   // Parameter counts of the Hugging Face releases (tied embeddings counted once).
@@ -123,7 +123,7 @@ TEST(Llama3Flavors, SizesMatchTheReleasedModels) {
 // 8B by hand: per layer wq 4096^2 + wk, wv 1024 x 4096 each + wo 4096^2, FFN 3 x 4096 x 14336,
 // two norms; plus embedding, output, final norm.
 TEST(Llama3Flavors, FlopsPerTokenOf8B) {
-  auto model = train::get_train_spec("llama3").build_on_device("8B", torch::kMeta);
+  auto model = protocols::get_train_spec("llama3").build_on_device("8B", torch::kMeta);
   const int64_t dim = 4096, layers = 32, heads = 32, head_dim = 128, vocab = 128256;
   const int64_t kv = 8 * head_dim, hidden = 14336, seq = 8192;
   const int64_t per_layer = 2 * dim * dim + 2 * kv * dim + 3 * dim * hidden + 2 * dim;
@@ -143,7 +143,7 @@ TEST(Llama3Flavors, FlopsPerTokenOf8B) {
 TEST(Llama3Flavors, RopeFrequenciesAreTorchTitans) {
   std::ifstream in(std::string(TITAN_SOURCE_DIR) + "/tests/data/torchtitan_llama3_rope.json");
   const auto recorded = nlohmann::json::parse(in);
-  const auto& spec = train::get_train_spec("llama3");
+  const auto& spec = protocols::get_train_spec("llama3");
   ASSERT_EQ(recorded["flavors"].size(), 3u);
   for (const auto& [flavor, entry] : recorded["flavors"].items()) {
     auto model = spec.build_on_device(flavor, torch::kMeta);
@@ -173,7 +173,7 @@ TEST(Llama3Flavors, RopeFrequenciesAreTorchTitans) {
 // Llama 3.1's scaling travels to a Hugging Face config.json and back; a config without one
 // builds a model without scaling, and exports null.
 TEST(Llama3Flavors, HfConfigRoundTripsRopeScaling) {
-  const auto& spec = train::get_train_spec("llama3");
+  const auto& spec = protocols::get_train_spec("llama3");
   const nlohmann::json config = spec.hf_config("debugmodel");
   EXPECT_EQ(config["rope_scaling"]["rope_type"], "llama3");
   EXPECT_EQ(config["rope_scaling"]["factor"], 8.0);
@@ -197,7 +197,7 @@ TEST(Llama3Flavors, HfConfigRoundTripsRopeScaling) {
 
 TEST(Llama3Flavors, UnknownFlavorNamesTheValidOnes) {
   try {
-    train::get_train_spec("llama3").build("7B");
+    protocols::get_train_spec("llama3").build("7B");
     FAIL() << "expected ConfigError";
   } catch (const ConfigError& e) {
     EXPECT_NE(std::string(e.what()).find("model.flavor"), std::string::npos) << e.what();

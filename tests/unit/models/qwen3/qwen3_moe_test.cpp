@@ -28,7 +28,7 @@ TEST(Qwen3MoeParity, Qwen3MoeTinyFloat64) {
 }
 
 TEST(Qwen3MoeFlavors, SizesCountEveryExpertAndFlopsTheActiveOnes) {
-  const auto& spec = train::get_train_spec("qwen3");
+  const auto& spec = protocols::get_train_spec("qwen3");
   // 30B-A3B by hand: per layer q 4096 x 2048, k, v 512 x 2048, o 2048 x 4096, q/k norms 128
   // each, two norms, router 128 x 2048, 128 experts of 3 x 768 x 2048; untied 151936 x 2048
   // embedding and output, final norm.

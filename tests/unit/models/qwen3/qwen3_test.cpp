@@ -7,7 +7,7 @@
 #include "titan/models/common/generate.h"
 #include "titan/models/common/transformer.h"
 #include "titan/models/common/transformer_block.h"
-#include "titan/models/qwen3/train_spec.h"
+#include "titan/protocols/train_spec.h"
 
 namespace titan {
 namespace unit_models_qwen3_qwen3_test {
@@ -66,7 +66,7 @@ TEST(Qwen3Parity, Qwen3TinyFloat32) { check_qwen3_tiny(torch::kFloat32, 1e-5, 1e
 TEST(Qwen3Parity, Qwen3TinyFloat64) { check_qwen3_tiny(torch::kFloat64, 5.1e-9, 1e-10); }
 
 TEST(Qwen3Flavors, SizesMatchTheReleasedModels) {
-  const auto& spec = train::get_train_spec("qwen3");
+  const auto& spec = protocols::get_train_spec("qwen3");
   EXPECT_EQ(spec.flavors,
             (std::vector<std::string>{"debugmodel", "0.6B", "1.7B", "4B", "8B", "14B", "32B",
                                       "debugmodel_moe", "30B-A3B", "235B-A22B",
@@ -86,7 +86,7 @@ TEST(Qwen3Flavors, SizesMatchTheReleasedModels) {
 }
 
 TEST(Qwen3Flavors, FlopsUseTheExplicitHeadDim) {
-  auto model = train::get_train_spec("qwen3").build_on_device("0.6B", torch::kMeta);
+  auto model = protocols::get_train_spec("qwen3").build_on_device("0.6B", torch::kMeta);
   const int64_t params = 596049920, embedding = 151936 * 1024;
   EXPECT_EQ(model->flops_per_token(4096), 6 * (params - embedding) + int64_t{12} * 28 * 16 * 128 * 4096);
 }
