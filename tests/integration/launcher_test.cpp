@@ -241,6 +241,21 @@ TEST(Launcher, TitanHelpGoesToStdout) {
   const auto wrong = run_command("(" + titan_binary() + " bogus 2>/dev/null)");
   EXPECT_EQ(wrong.exit_code, 2);
   EXPECT_EQ(wrong.output, "");
+  EXPECT_EQ(run_command("(" + titan_binary() + " help 2>/dev/null)").output, help.output);
+}
+
+// Every utility command prints its usage to stdout for --help and for `titan help <command>`,
+// and exits 0 without checking its other flags.
+TEST(Launcher, EveryCommandHasHelp) {
+  for (const std::string command :
+       {"compare", "convert", "generate", "plan", "tokenize", "validate"}) {
+    const auto help = run_command("(" + titan_binary() + " " + command + " --help 2>/dev/null)");
+    EXPECT_EQ(help.exit_code, 0) << command;
+    EXPECT_NE(help.output.find("titan " + command), std::string::npos) << help.output;
+    const auto asked = run_command("(" + titan_binary() + " help " + command + " 2>/dev/null)");
+    EXPECT_EQ(asked.exit_code, 0) << command;
+    EXPECT_EQ(asked.output, help.output) << command;
+  }
 }
 
 // Issue 40: run_train.sh's setup says nothing when nothing is missing or changed (it had printed

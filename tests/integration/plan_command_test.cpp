@@ -1,8 +1,8 @@
 // `titan plan` (train/layout_search.h), planned on the meta device: Llama3 8B (its config: seq
 // 8192, batch 1, op-level selective checkpointing) on 64 trn2 ranks (24 GiB each, 18 GiB with
 // the default headroom) rejects FSDP 64 (37 GiB) and TP 2 x FSDP 32 (19.5 GiB) and proposes the
-// seed's TP 4 x FSDP 16; Llama3 405B (the 70B config: seq 8192, full checkpointing; batch 1) on
-// 1,024 trn2 ranks fits no layout without a pipeline and proposes one; --check judges a given
+// best practices' TP 4 x FSDP 16; Llama3 405B (the 70B config: seq 8192, full checkpointing; batch
+// 1) on 1,024 trn2 ranks fits no layout without a pipeline and proposes one; --check judges a given
 // layout; an unknown device is refused.
 #include <gtest/gtest.h>
 

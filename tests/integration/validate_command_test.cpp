@@ -1,4 +1,4 @@
-// `titan validate` (the seed's practice 1 as a command) on the default config (llama3 debug
+// `titan validate` (the first best practice as a command) on the default config (llama3 debug
 // model, 2 ranks, 6 steps and 3 resumed): every check passes and it exits 0. With a learning
 // rate that makes the loss diverge it exits 1, naming the failed check in its table. A tuning
 // run (TP 2) notes the missing validated baseline, except in a folder that holds one.

@@ -39,8 +39,8 @@ int compare_command(const Args& args);
 int validate_command(const Args& args);
 
 /// `titan plan --world N --device D [--check] ...`: layouts for the config's model on N ranks of
-/// D, tried in the seed's order with their memory per rank and verdicts (train/layout_search.h).
-/// Exit code 0 a layout fits, 1 none does, 2 bad usage.
+/// D, tried in the recommended order with their memory per rank and verdicts
+/// (train/layout_search.h). Exit code 0 a layout fits, 1 none does, 2 bad usage.
 int plan_command(const Args& args);
 
 /// Dispatches `argv` to a subcommand; maps ConfigError to exit code 2, other errors to 1.

@@ -101,10 +101,6 @@ void write_plot(const tools::RunRecord& a, const tools::RunRecord& b,
 
 int compare_command(const Args& args) {
   auto flags = Flags::parse(compare_flags(), args);
-  if (flags.help()) {
-    std::cout << kCompareUsage;
-    return 0;
-  }
   const auto& dirs = flags.positionals();
   if (dirs.size() != 2) flags.fail(fmt::format("give two run folders, got {}", dirs.size()));
   const double rtol = flags.get_double("rtol", 1e-4);

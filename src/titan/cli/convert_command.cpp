@@ -100,10 +100,6 @@ int to_titan(const Flags& flags) {
 
 int convert_command(const Args& args) {
   auto flags = Flags::parse(convert_flags(), args);
-  if (flags.help()) {
-    std::cout << kConvertUsage;
-    return 0;
-  }
   const std::string to = flags.get("to").value_or("");
   if (to != "hf" && to != "titan") flags.fail("--to must be hf or titan");
   const std::string& output = flags.required("output");

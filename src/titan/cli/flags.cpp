@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <iostream>
 
 #include "titan/errors.h"
 
@@ -23,8 +24,8 @@ Flags Flags::parse(const FlagSpec& spec, const Args& args) {
   Flags out;
   out.spec_ = &spec;
   if (!args.empty() && (args[0] == "--help" || args[0] == "-h")) {
-    out.help_ = true;
-    return out;
+    std::cout << spec.usage;
+    throw HelpShown{};
   }
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& arg = args[i];

@@ -1,8 +1,9 @@
 // The one parser of the utility subcommands' flags (generate, convert, tokenize, compare, plan,
 // validate):
 // `--key value`, `--key=value`, bare `--switch`, positional arguments where the command takes
-// them, and `--help` / `-h`. Bad usage is a ConfigError (exit code 2) naming the command and
-// the flag, followed by the command's usage text.
+// them, and `--help` / `-h` (the usage printed, then HelpShown thrown: main() returns 0 for it,
+// as argparse exits after its help). Bad usage is a ConfigError (exit code 2) naming the
+// command and the flag, followed by the command's usage text.
 #pragma once
 
 #include <cstdint>
@@ -27,13 +28,15 @@ struct FlagSpec {
   bool config_overrides = false;
 };
 
+/// Thrown once a command's usage is printed for --help: the command is done, successfully.
+struct HelpShown {};
+
 class Flags {
  public:
-  /// Parses `args` against `spec`; `help` is set (and nothing else checked) when the first
-  /// argument is --help or -h.
+  /// Parses `args` against `spec`. When the first argument is --help or -h: prints spec.usage
+  /// to stdout and throws HelpShown (nothing else checked).
   static Flags parse(const FlagSpec& spec, const Args& args);
 
-  bool help() const { return help_; }
   bool has(const std::string& key) const { return values_.count(key) || switches_.count(key); }
   std::optional<std::string> get(const std::string& key) const;
   /// The value of `key`; ConfigError naming it when missing or empty.
@@ -50,7 +53,6 @@ class Flags {
 
  private:
   const FlagSpec* spec_ = nullptr;
-  bool help_ = false;
   std::map<std::string, std::string> values_;
   std::set<std::string> switches_;
   std::vector<std::string> positionals_;

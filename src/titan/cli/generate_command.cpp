@@ -162,10 +162,6 @@ std::shared_ptr<models::CausalLM> load_hf_model(const std::string& dir) {
 
 int generate_command(const Args& args) {
   auto flags = Flags::parse(generate_flags(), args);
-  if (flags.help()) {
-    std::cout << kGenerateUsage;
-    return 0;
-  }
   GenerateArgs ga = parse_generate_args(flags);
   // The model first: a missing or broken checkpoint or model folder is named as such.
   auto model = ga.checkpoint.empty() ? load_hf_model(ga.hf_assets_path)

@@ -11,6 +11,7 @@
 
 #include "titan/cli/commands.h"
 #include "titan/cli/validated_baseline.h"
+#include "titan/config/mesh_dims.h"
 #include "titan/config/resolve.h"
 #include "titan/distributed/launcher.h"
 #include "titan/train/dry_run.h"
@@ -38,14 +39,15 @@ constexpr const char* kLaunchUsage =
     "                 complete checkpoint; with NNODES > 1 every node restarts together\n"
     "  COMM_MODE      fake_backend: validate the config for the world size in one process\n";
 
-// The seed's tuning keys this config sets: parallelism beyond one data-parallel dimension,
-// and compile mode.
+// The tuning keys (of TorchTitan Neuron's best practices) this config sets: model parallelism,
+// expert parallelism, HSDP (replicas of FSDP shards), and compile mode.
 std::vector<std::string> tuning_keys(const config::JobConfig& job,
                                      const distributed::ParallelDims& dims) {
   std::vector<std::string> out;
-  if (dims.tp > 1) out.push_back("parallelism.tensor_parallel_degree");
-  if (dims.pp > 1) out.push_back("parallelism.pipeline_parallel_degree");
-  if (dims.cp > 1) out.push_back("parallelism.context_parallel_degree");
+  for (const auto& d : config::kMeshDims) {
+    if (d.model_parallel && dims.degree(d.dim) > 1)
+      out.push_back(std::string("parallelism.") + d.key);
+  }
   if (dims.ep > 1) out.push_back("parallelism.expert_parallel_degree");
   if (dims.dp_replicate > 1 && dims.dp_shard > 1) {
     out.push_back("parallelism.data_parallel_replicate_degree");
@@ -55,7 +57,7 @@ std::vector<std::string> tuning_keys(const config::JobConfig& job,
 }
 
 // Info, not an error: a tuning run of a model that no `titan validate` has passed for (in its
-// dump folder or any other) skips the seed's first practice.
+// dump folder or any other) skips the first best practice (validate an eager baseline).
 void note_missing_baseline(const config::JobConfig& job, const distributed::ParallelDims& dims) {
   const auto keys = tuning_keys(job, dims);
   if (keys.empty()) return;

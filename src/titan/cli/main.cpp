@@ -5,6 +5,7 @@
 #include <map>
 
 #include "titan/cli/commands.h"
+#include "titan/cli/flags.h"
 #include "titan/distributed/launcher.h"
 #include "titan/errors.h"
 
@@ -46,19 +47,25 @@ int main(int argc, char** argv) {
     usage(std::cerr);
     return 2;
   }
-  if (std::string(argv[1]) == "--help" || std::string(argv[1]) == "-h") {
+  Args args(argv + 2, argv + argc);
+  std::string name = argv[1];
+  if (name == "help" && !args.empty()) {  // `titan help plan`: `titan plan --help`
+    name = args[0];
+    args = {"--help"};
+  } else if (name == "--help" || name == "-h" || name == "help") {
     usage(std::cout);
     return 0;
   }
-  auto it = commands().find(argv[1]);
+  auto it = commands().find(name);
   if (it == commands().end()) {
-    std::cerr << "titan: unknown command '" << argv[1] << "'\n";
+    std::cerr << "titan: unknown command '" << name << "'\n";
     usage(std::cerr);
     return 2;
   }
-  Args args(argv + 2, argv + argc);
   try {
     return it->second.run(args);
+  } catch (const HelpShown&) {
+    return 0;
   } catch (const ConfigError& e) {
     std::cerr << "config error: " << e.what() << "\n";
     return distributed::kConfigErrorExitCode;

@@ -1,5 +1,5 @@
 // `titan plan`: the layout planner as a command (train/layout_search.h). For the config's model
-// on --world ranks of --device, it lists the layouts tried in the seed's order with the memory
+// on --world ranks of --device, it lists the layouts tried in the recommended order with the memory
 // per rank each needs and why it was rejected or chosen, and prints the chosen one's
 // overrides; with --check it judges the config's own layout instead.
 #include <fmt/format.h>
@@ -19,7 +19,7 @@ constexpr const char* kPlanUsage =
     "Usage: titan plan --module M --config C --world N --device D [--ranks_per_node R]\n"
     "                  [--headroom H] [--check] [--section.key value]...\n"
     "Proposes layouts for the config's model on N ranks of D (trn2, trn3, h100, h200, cpu) in\n"
-    "the seed's order: FSDP, then tensor parallelism, then pipeline parallelism, sharding\n"
+    "the recommended order: FSDP, then tensor parallelism, then pipeline parallelism, sharding\n"
     "within a node before across nodes; each planned on the meta device against the rank's\n"
     "memory less H (default 0.25: runtime overhead, temporaries and what the estimate leaves\n"
     "out). The first that fits is chosen. --check judges the config's own layout instead.\n"
@@ -43,10 +43,6 @@ void print_row(const train::LayoutProposal& p) {
 
 int plan_command(const Args& args) {
   const auto flags = Flags::parse(plan_flags(), args);
-  if (flags.help()) {
-    std::cout << kPlanUsage;
-    return 0;
-  }
   const int64_t world = flags.get_int("world", 0);
   const double headroom = flags.get_double("headroom", 0.25);
   if (world < 1 || headroom < 0 || headroom >= 1) {

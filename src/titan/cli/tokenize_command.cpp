@@ -24,10 +24,6 @@ const FlagSpec& tokenize_flags() {
 
 int tokenize_command(const Args& args) {
   auto flags = Flags::parse(tokenize_flags(), args);
-  if (flags.help()) {
-    std::cout << kTokenizeUsage;
-    return 0;
-  }
   if (flags.has("text") == flags.has("file")) flags.fail("give exactly one of --text and --file");
   auto tokenizer = components::load_tokenizer(flags.required("tokenizer"));
   const std::string text = flags.has("text")

@@ -1,4 +1,4 @@
-// `titan validate`: the seed's first practice as a command. Runs the chosen config (run_train.sh's
+// `titan validate`: the first best practice as a command. Runs the chosen config (run_train.sh's
 // MODULE / CONFIG / overrides, on NGPU ranks) shortened to a few steps in eager mode, twice:
 // a first run saving checkpoints halfway and at the end, and a second run resumed from the
 // halfway checkpoint. Then it checks that every rank stepped, the loss is finite and falls, the
@@ -160,10 +160,6 @@ fs::path validation_folder(const config::JobConfig& job) {
 
 int validate_command(const Args& all_args) {
   const auto flags = Flags::parse(validate_flags(), all_args);
-  if (flags.help()) {
-    std::cout << kValidateUsage;
-    return 0;
-  }
   const int steps = static_cast<int>(flags.get_int("steps", 6));
   if (steps < 4 || steps % 2 != 0) flags.fail("--steps must be even and at least 4");
   const Args& args = flags.overrides();

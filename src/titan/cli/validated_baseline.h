@@ -1,7 +1,7 @@
 // The validated eager baselines that `titan validate` leaves and `titan launch` looks for before
-// a tuning run (the seed's first practice): a passing validation is written into its
-// job.dump_folder and recorded in the user's cache folder, so a tuning run in any dump folder
-// finds it.
+// a tuning run (the first practice of TorchTitan Neuron's best practices): a passing validation is
+// written into its job.dump_folder and recorded in the user's cache folder, so a tuning run in any
+// dump folder finds it.
 #pragma once
 
 #include <filesystem>

@@ -13,7 +13,9 @@ std::string bias_name(int64_t layer) { return fmt::format("layers.{}.moe.expert_
 
 ExpertLoadBalancer::ExpertLoadBalancer(const std::vector<models::CausalLM*>& parts,
                                        const distributed::DeviceMesh& mesh)
-    : loss_group_(mesh["loss"]), tp_group_(mesh["tp"]), pp_group_(mesh["pp"]) {
+    : loss_group_(mesh[distributed::MeshGroup::Loss]),
+      tp_group_(mesh[distributed::MeshGroup::TP]),
+      pp_group_(mesh[distributed::MeshGroup::PP]) {
   for (auto* part : parts) {
     n_layers_ = part->shape().n_layers;
     for (const auto& block : part->blocks()) {

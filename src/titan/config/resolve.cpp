@@ -8,6 +8,7 @@
 #include <sstream>
 #include <toml++/toml.h>
 
+#include "titan/config/mesh_dims.h"
 #include "titan/config/named_configs.h"
 #include "titan/config/schema.h"
 #include "titan/errors.h"
@@ -308,30 +309,41 @@ void validate(const JobConfig& c) {
   }
 }
 
+namespace {
+
+// The product of every degree but data_parallel_shard_degree's.
+int64_t other_degrees(const ParallelismSection& p) {
+  int64_t out = 1;
+  for (const auto& d : kMeshDims) {
+    if (d.dim != MeshDim::DpShard) out *= p.*d.degree;
+  }
+  return out;
+}
+
+}  // namespace
+
+int64_t shard_degree(const ParallelismSection& p, int world_size) {
+  const int64_t shard = p.data_parallel_shard_degree;
+  return shard == -1 ? world_size / other_degrees(p) : shard;
+}
+
 int64_t resolve_shard_degree(const ParallelismSection& p, int world_size) {
-  int64_t others = p.data_parallel_replicate_degree * p.tensor_parallel_degree *
-                   p.context_parallel_degree * p.pipeline_parallel_degree;
-  int64_t shard = p.data_parallel_shard_degree;
-  if (shard == -1) {
-    if (world_size % others != 0) {
-      throw ConfigError(fmt::format(
-          "world size {} is not divisible by data_parallel_replicate_degree ({}) x "
-          "tensor_parallel_degree ({}) x context_parallel_degree ({}) x "
-          "pipeline_parallel_degree ({}) = {}",
-          world_size, p.data_parallel_replicate_degree, p.tensor_parallel_degree,
-          p.context_parallel_degree, p.pipeline_parallel_degree, others));
+  const int64_t others = other_degrees(p), shard = shard_degree(p, world_size);
+  std::vector<std::string> factors;  // "tensor_parallel_degree (2)", in mesh order
+  for (const auto& d : kMeshDims) {
+    if (d.dim != MeshDim::DpShard || p.data_parallel_shard_degree != -1) {
+      factors.push_back(fmt::format("{} ({})", d.key, p.*d.degree));
     }
-    shard = world_size / others;
+  }
+  if (p.data_parallel_shard_degree == -1 && world_size % others != 0) {
+    throw ConfigError(fmt::format("world size {} is not divisible by {} = {}", world_size,
+                                  fmt::join(factors, " x "), others));
   }
   if (others * shard != world_size) {
     throw ConfigError(fmt::format(
-        "parallelism degrees multiply to {} but the world has {} ranks: "
-        "data_parallel_replicate_degree ({}) x data_parallel_shard_degree ({}) x "
-        "tensor_parallel_degree ({}) x context_parallel_degree ({}) x "
-        "pipeline_parallel_degree ({}) must equal the world size (set "
-        "data_parallel_shard_degree = -1 to use the leftover ranks)",
-        others * shard, world_size, p.data_parallel_replicate_degree, shard,
-        p.tensor_parallel_degree, p.context_parallel_degree, p.pipeline_parallel_degree));
+        "parallelism degrees multiply to {} but the world has {} ranks: {} must equal the world "
+        "size (set data_parallel_shard_degree = -1 to use the leftover ranks)",
+        others * shard, world_size, fmt::join(factors, " x ")));
   }
   return shard;
 }

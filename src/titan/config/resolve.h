@@ -50,8 +50,10 @@ JobConfig resolve(const CommandLine& cli);
 /// Throws ConfigError naming the keys and allowed values.
 void validate(const JobConfig& config);
 
-/// data_parallel_shard_degree with -1 resolved to the ranks the other degrees leave (the one
-/// place this is computed). Throws ConfigError naming the degrees when they do not multiply to
+/// data_parallel_shard_degree, -1 taken as the ranks the other degrees leave (the one place
+/// this rule is written), unchecked: `world_size` over their product, rounded down.
+int64_t shard_degree(const ParallelismSection& parallelism, int world_size);
+/// shard_degree, checked: throws ConfigError naming the degrees when they do not multiply to
 /// `world_size`.
 int64_t resolve_shard_degree(const ParallelismSection& parallelism, int world_size);
 

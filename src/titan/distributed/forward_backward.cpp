@@ -66,7 +66,7 @@ std::unique_ptr<ForwardBackward> whole_or_pipelined(const config::JobConfig& job
                                                     const SplitFn& split) {
   if (!dims.pp_enabled()) return std::make_unique<WholeModel>();
   return std::make_unique<pipeline::ScheduleRunner>(pipeline::plan_pipeline(job, dims.pp, split),
-                                                    mesh["pp"], world);
+                                                    mesh[MeshGroup::PP], world);
 }
 
 }  // namespace
@@ -79,7 +79,8 @@ std::unique_ptr<ForwardBackward> make_forward_backward(const config::JobConfig& 
   if (!dims.cp_enabled()) return inner;
   const SequenceSplit sequences{
       dims.cp, load_balancer_from(job.parallelism.context_parallel_load_balancer)};
-  return std::make_unique<ShardedSequences>(std::move(inner), sequences, mesh["cp"]->rank());
+  return std::make_unique<ShardedSequences>(std::move(inner), sequences,
+                                            mesh[MeshGroup::CP]->rank());
 }
 
 std::vector<models::PartRange> all_pieces(const config::JobConfig& job, const ParallelDims& dims,

@@ -21,7 +21,7 @@ void materialize(const torch::Tensor& param, torch::Device device) {
 
 ModelPart::ModelPart(std::shared_ptr<models::CausalLM> model, const DeviceMesh& mesh)
     : model_(std::move(model)),
-      tp_(std::make_unique<TensorParallel>(mesh["tp"], TensorParallelOptions{})) {}
+      tp_(std::make_unique<TensorParallel>(mesh[MeshGroup::TP], TensorParallelOptions{})) {}
 
 TensorParallel& ModelPart::enable_tensor_parallel(std::shared_ptr<ProcessGroup> group,
                                                   TensorParallelOptions options) {

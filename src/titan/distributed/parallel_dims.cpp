@@ -1,6 +1,7 @@
 #include "titan/distributed/parallel_dims.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "titan/config/resolve.h"
 #include "titan/errors.h"
@@ -9,8 +10,15 @@
 namespace titan::distributed {
 namespace {
 
+// The field of each mesh dimension, in mesh order.
+constexpr int ParallelDims::*kDegrees[] = {&ParallelDims::pp, &ParallelDims::dp_replicate,
+                                           &ParallelDims::dp_shard, &ParallelDims::cp,
+                                           &ParallelDims::tp};
+
 std::array<int, 5> sizes_of(const ParallelDims& d) {
-  return {d.pp, d.dp_replicate, d.dp_shard, d.cp, d.tp};
+  std::array<int, 5> sizes{};
+  for (int i = 0; i < 5; ++i) sizes[i] = d.*kDegrees[i];
+  return sizes;
 }
 
 int rank_of(const std::array<int, 5>& coords, const std::array<int, 5>& sizes) {
@@ -23,10 +31,7 @@ int rank_of(const std::array<int, 5>& coords, const std::array<int, 5>& sizes) {
 
 ParallelDims ParallelDims::from_config(const config::ParallelismSection& p, int world_size) {
   ParallelDims d;
-  d.pp = static_cast<int>(p.pipeline_parallel_degree);
-  d.dp_replicate = static_cast<int>(p.data_parallel_replicate_degree);
-  d.cp = static_cast<int>(p.context_parallel_degree);
-  d.tp = static_cast<int>(p.tensor_parallel_degree);
+  for (const auto& spec : config::kMeshDims) d.degree(spec.dim) = static_cast<int>(p.*spec.degree);
   d.ep = static_cast<int>(p.expert_parallel_degree);
   d.world_size = world_size;
   d.dp_shard = static_cast<int>(config::resolve_shard_degree(p, world_size));
@@ -40,6 +45,9 @@ ParallelDims ParallelDims::from_config(const config::ParallelismSection& p, int 
   }
   return d;
 }
+
+int ParallelDims::degree(MeshDim d) const { return this->*kDegrees[static_cast<int>(d)]; }
+int& ParallelDims::degree(MeshDim d) { return this->*kDegrees[static_cast<int>(d)]; }
 
 std::array<int, 5> ParallelDims::coords(int rank) const {
   auto sizes = sizes_of(*this);
@@ -89,8 +97,11 @@ std::vector<int> ParallelDims::sparse_group_ranks(int rank, bool ep_group) const
 }
 
 std::string ParallelDims::describe() const {
-  return fmt::format("pp {} x dp_replicate {} x dp_shard {} x cp {} x tp {} (world {}, ep {})", pp,
-                     dp_replicate, dp_shard, cp, tp, world_size, ep);
+  std::vector<std::string> dims;
+  for (const auto& spec : config::kMeshDims) {
+    dims.push_back(fmt::format("{} {}", spec.name, degree(spec.dim)));
+  }
+  return fmt::format("{} (world {}, ep {})", fmt::join(dims, " x "), world_size, ep);
 }
 
 void ParallelDims::log_layout(const config::ParallelismSection& p, int local_world_size) const {

@@ -1,6 +1,7 @@
 // The device mesh as a small value type (TorchTitan's ParallelDims): the degree of each
-// dimension, validation against the world size, and which ranks share a group. Mesh order is
-// [pp, dp_replicate, dp_shard, cp, tp] with tp varying fastest, as in TorchTitan. Expert
+// dimension, validation against the world size, and which ranks share a group. The dimensions
+// and their order are config/mesh_dims.h's: [pp, dp_replicate, dp_shard, cp, tp], tp varying
+// fastest, as in TorchTitan. Expert
 // parallelism borrows its ranks from the dense region dp_shard x cp x tp, which TorchTitan's
 // sparse mesh [pp, dp_replicate, efsdp, ep] lays out again with ep fastest: ep consecutive
 // ranks of the region hold different experts, and the efsdp ranks that hold the same experts
@@ -12,10 +13,11 @@
 #include <vector>
 
 #include "titan/config/job_config.h"
+#include "titan/config/mesh_dims.h"
 
 namespace titan::distributed {
 
-enum class MeshDim { PP = 0, DpReplicate = 1, DpShard = 2, CP = 3, TP = 4 };
+using config::MeshDim;
 
 struct ParallelDims {
   int pp = 1;
@@ -31,6 +33,10 @@ struct ParallelDims {
   /// (config::resolve_shard_degree) or when expert_parallel_degree does not divide
   /// dp_shard x cp x tp.
   static ParallelDims from_config(const config::ParallelismSection& p, int world_size);
+
+  /// The degree of mesh dimension `d` (its field above).
+  int degree(MeshDim d) const;
+  int& degree(MeshDim d);
 
   int dp() const { return dp_replicate * dp_shard; }
   bool dp_enabled() const { return dp() > 1; }

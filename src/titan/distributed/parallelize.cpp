@@ -11,7 +11,7 @@ TensorParallel& enable_tensor_parallel(ModelPart& part, const DeviceMesh& mesh,
   TensorParallelOptions options;
   options.sequence_parallel = !parallelism.disable_sequence_parallel;
   options.loss_parallel = !parallelism.disable_loss_parallel;
-  auto group = mesh["tp"];
+  auto group = mesh[MeshGroup::TP];
   log::info("Tensor parallel over {} ranks: sequence parallel {}, loss parallel {}",
             group->size(), options.sequence_parallel ? "on" : "off",
             options.loss_parallel ? "on" : "off");
@@ -27,13 +27,13 @@ void apply_context_parallel(ModelPart& part, const ParallelDims& dims, const Dev
   attach_context_parallel(
       part.model(),
       std::make_shared<ContextParallel>(
-          mesh["cp"], load_balancer_from(parallelism.context_parallel_load_balancer),
+          mesh[MeshGroup::CP], load_balancer_from(parallelism.context_parallel_load_balancer),
           rotate_method_from(parallelism.context_parallel_rotate_method)));
 }
 
 void apply_expert_parallel(ModelPart& part, const ParallelDims& dims, const DeviceMesh& mesh) {
   if (!dims.ep_enabled()) return;
-  auto group = mesh["ep"];
+  auto group = mesh[MeshGroup::EP];
   log::info("Expert parallel over {} ranks; expert weights sharded by FSDP over {} rank(s)",
             group->size(), dims.efsdp());
   part.enable_expert_parallel(group);
@@ -54,10 +54,10 @@ void apply_fsdp(ModelPart& part, const ParallelDims& dims, const DeviceMesh& mes
   options.reshard_after_forward = reshard_after_forward(job.parallelism, dims);
   options.overlap = compiles(job.compile, "model");
   FsdpExpertGroup experts;
-  if (auto* ep = part.expert_parallel()) experts = {mesh["efsdp"], ep->modules()};
-  part.set_fsdp(
-      Fsdp::apply(part.model(), mesh["dp_shard_cp"], mesh["dp_replicate"], options, experts),
-      options.param_dtype);
+  if (auto* ep = part.expert_parallel()) experts = {mesh[MeshGroup::EFsdp], ep->modules()};
+  part.set_fsdp(Fsdp::apply(part.model(), mesh[MeshGroup::DpShardCp], mesh[MeshGroup::DpReplicate],
+                            options, experts),
+                options.param_dtype);
 }
 
 }  // namespace titan::distributed

@@ -15,6 +15,11 @@ std::filesystem::path titan_cache_dir() {
   return std::filesystem::path(home != nullptr ? home : "/") / ".cache" / "titan";
 }
 
+std::filesystem::path titan_cache_dir(const char* variable, const char* name) {
+  if (const char* dir = std::getenv(variable); dir != nullptr && *dir != '\0') return dir;
+  return titan_cache_dir() / name;
+}
+
 int env_int(const char* name, int fallback, int min) {
   const char* v = std::getenv(name);
   if (!v || !*v) return fallback;

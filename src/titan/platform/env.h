@@ -14,6 +14,9 @@ int env_int(const char* name, int fallback, int min = 0);
 /// titan's per-user cache folder, $HOME/.cache/titan (datasets, token caches, validated
 /// baselines live below it unless their own variables move them).
 std::filesystem::path titan_cache_dir();
+/// One folder of it: environment variable `variable` when set and not empty, else
+/// titan_cache_dir() / `name`.
+std::filesystem::path titan_cache_dir(const char* variable, const char* name);
 
 /// Test hooks: whether environment variable `name` is "<rank>:<step>" (with `where`,
 /// "<rank>:<step>:<where>") for this rank and step.

@@ -54,7 +54,8 @@ std::vector<Incompatibility> incompatibilities(const RunRecord& a, const RunReco
 /// The experiment's variables that differ between the runs, of "model" (name and flavor),
 /// "batch" (sequences per step), "sequence" (training.seq_len) and "layout" (world.layout),
 /// from their manifests (a variable a manifest lacks counts as unchanged). More than one at a
-/// time cannot say which moved the curve (the seed's anti-pattern; titan compare warns).
+/// time cannot say which moved the curve (an anti-pattern of TorchTitan Neuron's best practices;
+/// titan compare warns).
 std::vector<std::string> changed_variables(const RunRecord& a, const RunRecord& b);
 
 /// |b - a| / |a|, with run A the baseline: 0 when a == b (zeros included), +infinity when a is

@@ -66,7 +66,7 @@ Profiler::Profiler(const config::ProfilingSection& config, std::string trace_fol
   if (config_.enable_profiling) {
     log::info("Profiling active. Traces will be saved at {}", trace_folder_);
     // Kineto reads its log level when it starts. On the CPU all it says is stage and USDT
-    // lines, and an ERROR that it found no GPU, from every rank (issue 40); level 6 silences
+    // lines, and an ERROR that it found no GPU, from every rank; level 6 silences
     // it. KINETO_LOG_LEVEL set by the user, and GPU runs, keep Kineto's own.
     if (!cuda_) setenv("KINETO_LOG_LEVEL", "6", /*overwrite=*/0);
   }

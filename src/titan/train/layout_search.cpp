@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <numeric>
 
+#include "titan/config/mesh_dims.h"
+#include "titan/config/resolve.h"
 #include "titan/errors.h"
 #include "titan/platform/device.h"
 #include "titan/train/dry_run.h"
@@ -74,25 +76,24 @@ DeviceProfile device_profile(const std::string& name, int cpu_ranks) {
 }
 
 std::string describe_layout(const config::ParallelismSection& p, int world) {
-  const int64_t pp = p.pipeline_parallel_degree, tp = p.tensor_parallel_degree;
-  const int64_t replicate = p.data_parallel_replicate_degree;
-  const int64_t shard = p.data_parallel_shard_degree > 0
-                            ? p.data_parallel_shard_degree
-                            : world / (pp * tp * replicate * p.context_parallel_degree);
+  using D = config::MeshDim;
   std::string out;
-  const auto add = [&out](const std::string& part) { out += (out.empty() ? "" : " x ") + part; };
-  if (pp > 1) add(fmt::format("pp{}", pp));
-  if (tp > 1) add(fmt::format("tp{}", tp));
-  if (p.context_parallel_degree > 1) add(fmt::format("cp{}", p.context_parallel_degree));
-  if (shard > 1 || out.empty()) add(fmt::format("fsdp{}", shard));
-  if (replicate > 1) add(fmt::format("replicate{}", replicate));
+  // Model parallelism first, then the data-parallel dimensions; FSDP named even at degree 1
+  // when nothing else is.
+  for (D dim : {D::PP, D::TP, D::CP, D::DpShard, D::DpReplicate}) {
+    const auto& d = config::mesh_dim(dim);
+    const int64_t degree = dim == D::DpShard ? config::shard_degree(p, world) : p.*d.degree;
+    if (degree > 1 || (dim == D::DpShard && out.empty())) {
+      out += fmt::format("{}{}{}", out.empty() ? "" : " x ", d.label, degree);
+    }
+  }
   return out;
 }
 
 std::vector<LayoutProposal> propose_layouts(const config::JobConfig& job, int world,
                                             const DeviceProfile& device, double headroom) {
   std::vector<LayoutProposal> out;
-  // Shards kept inside a node (the replicate degree across nodes) in the seed's order; then,
+  // Shards kept inside a node (the replicate degree across nodes) in the recommended order; then,
   // as the last resort, shards across nodes.
   for (bool across_nodes : {false, true}) {
     for (int64_t pp = 1; pp <= world; pp *= 2) {

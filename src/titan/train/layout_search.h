@@ -1,9 +1,9 @@
 // `titan plan`'s search: layouts for a model on a world of ranks of one device, proposed in the
-// seed's order (the least model parallelism first: FSDP, then tensor parallelism within a
-// node, then pipeline parallelism, with FSDP's shards kept inside a node and the replicate
-// degree across nodes; sharding across nodes only once none of those fits), each planned on
-// the meta device (plan_heaviest_rank) and kept or rejected against the device's memory per
-// rank less a headroom.
+// recommended order (TorchTitan Neuron's best practices: the least model parallelism first: FSDP,
+// then tensor parallelism within a node, then pipeline parallelism, with FSDP's shards kept inside
+// a node and the replicate degree across nodes; sharding across nodes only once none of those
+// fits), each planned on the meta device (plan_heaviest_rank) and kept or rejected against the
+// device's memory per rank less a headroom.
 #pragma once
 
 #include <cstdint>
@@ -36,7 +36,7 @@ struct LayoutProposal {
   std::string reason;
 };
 
-/// The candidates of `job` on `world` ranks of `device` in the seed's order, up to and
+/// The candidates of `job` on `world` ranks of `device` in the recommended order, up to and
 /// including the first that fits within (1 - headroom) of the device's memory per rank (that
 /// one chosen), or all of them when none fits.
 std::vector<LayoutProposal> propose_layouts(const config::JobConfig& job, int world,

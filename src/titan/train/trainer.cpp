@@ -282,7 +282,7 @@ void Trainer::setup_data() {
   if (job_.validation.enable) {
     validator_ = std::make_unique<components::Validator>(
         job_, dims_, dims_.dp_rank(world_->info().rank), world_->info().local_rank, *tokenizer_,
-        mesh_["loss"]);
+        mesh_[distributed::MeshGroup::Loss]);
   }
 }
 
@@ -416,7 +416,7 @@ Trainer::StepResult Trainer::train_step(int64_t step) {
 }
 
 std::pair<double, double> Trainer::global_losses(double local_loss) {
-  auto& loss_group = *mesh_["loss"];
+  auto& loss_group = *mesh_[distributed::MeshGroup::Loss];
   auto loss_t = torch::tensor({local_loss}, torch::kDouble);
   auto max_t = loss_t.clone();
   loss_group.all_reduce_(loss_t, distributed::ReduceOp::Sum, "loss all-reduce");

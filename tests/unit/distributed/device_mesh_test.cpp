@@ -10,10 +10,11 @@
 namespace titan::distributed {
 namespace unit_distributed_device_mesh_test {
 
-// Sum of the global ranks in this rank's group `name`.
-double rank_sum(const DeviceMesh& mesh, const std::string& name, int rank) {
+// Sum of the global ranks in this rank's `group`.
+double rank_sum(const DeviceMesh& mesh, MeshGroup group, int rank) {
   auto t = torch::full({1}, static_cast<double>(rank), torch::kDouble);
-  mesh[name]->all_reduce_(t, ReduceOp::Sum, "rank sum over " + name);
+  mesh[group]->all_reduce_(t, ReduceOp::Sum,
+                           std::string("rank sum over ") + mesh_group_name(group));
   return t.item<double>();
 }
 
@@ -23,9 +24,9 @@ TEST(DeviceMesh, DenseGroupsHoldTheirRanks) {
   const auto dims = ParallelDims::from_config(p, 4);  // dp_shard 2 x tp 2
   testing::run_thread_ranks(4, [&](int r, World& world) {
     const auto mesh = DeviceMesh::build(dims, world);
-    EXPECT_EQ(rank_sum(mesh, "tp", r), r < 2 ? 0 + 1 : 2 + 3);
-    EXPECT_EQ(rank_sum(mesh, "dp_shard_cp", r), r % 2 == 0 ? 0 + 2 : 1 + 3);
-    EXPECT_EQ(rank_sum(mesh, "loss", r), r % 2 == 0 ? 0 + 2 : 1 + 3);
+    EXPECT_EQ(rank_sum(mesh, MeshGroup::TP, r), r < 2 ? 0 + 1 : 2 + 3);
+    EXPECT_EQ(rank_sum(mesh, MeshGroup::DpShardCp, r), r % 2 == 0 ? 0 + 2 : 1 + 3);
+    EXPECT_EQ(rank_sum(mesh, MeshGroup::Loss, r), r % 2 == 0 ? 0 + 2 : 1 + 3);
   });
 }
 
@@ -37,10 +38,10 @@ TEST(DeviceMesh, ExpertGroupsAreTheSparseMesh) {
   const auto dims = ParallelDims::from_config(p, 4);
   testing::run_thread_ranks(4, [&](int r, World& world) {
     const auto mesh = DeviceMesh::build(dims, world);
-    EXPECT_EQ(rank_sum(mesh, "ep", r), r < 2 ? 0 + 1 : 2 + 3);
-    EXPECT_EQ(rank_sum(mesh, "efsdp", r), r % 2 == 0 ? 0 + 2 : 1 + 3);
-    EXPECT_EQ(rank_sum(mesh, "dp_shard_cp", r), 0 + 1 + 2 + 3);
-    EXPECT_EQ(rank_sum(mesh, "tp", r), r);
+    EXPECT_EQ(rank_sum(mesh, MeshGroup::EP, r), r < 2 ? 0 + 1 : 2 + 3);
+    EXPECT_EQ(rank_sum(mesh, MeshGroup::EFsdp, r), r % 2 == 0 ? 0 + 2 : 1 + 3);
+    EXPECT_EQ(rank_sum(mesh, MeshGroup::DpShardCp, r), 0 + 1 + 2 + 3);
+    EXPECT_EQ(rank_sum(mesh, MeshGroup::TP, r), r);
   });
 }
 
@@ -49,9 +50,18 @@ TEST(DeviceMesh, WithoutExpertParallelismThereAreNoExpertGroups) {
   const auto dims = ParallelDims::from_config(p, 2);
   testing::run_thread_ranks(2, [&](int, World& world) {
     const auto mesh = DeviceMesh::build(dims, world);
-    EXPECT_EQ(mesh["dp_shard_cp"]->size(), 2);
-    EXPECT_THROW(mesh["ep"], std::out_of_range);
+    EXPECT_EQ(mesh[MeshGroup::DpShardCp]->size(), 2);
+    EXPECT_THROW(mesh[MeshGroup::EP], std::out_of_range);
   });
+}
+
+// The names the groups go by in logs and timeouts: TorchTitan's.
+TEST(DeviceMesh, GroupsHaveTorchTitansNames) {
+  EXPECT_STREQ(mesh_group_name(MeshGroup::PP), "pp");
+  EXPECT_STREQ(mesh_group_name(MeshGroup::TP), "tp");
+  EXPECT_STREQ(mesh_group_name(MeshGroup::DpShardCp), "dp_shard_cp");
+  EXPECT_STREQ(mesh_group_name(MeshGroup::Loss), "loss");
+  EXPECT_STREQ(mesh_group_name(MeshGroup::EFsdp), "efsdp");
 }
 
 }  // namespace unit_distributed_device_mesh_test

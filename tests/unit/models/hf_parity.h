@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "support/hf_dialect.h"
 #include "titan/components/checkpoint/hf_folder.h"
 #include "titan/models/common/causal_lm.h"
 #include "titan/models/common/generate.h"
@@ -69,8 +70,9 @@ inline PromptResult run_prompt(models::CausalLM& model, const std::vector<int64_
   r.loss = loss.item<double>();
   double total = 0.0;
   const bool mla = dynamic_cast<models::Transformer&>(model).args().mla.has_value();
+  const auto& dialect = hf_dialect_of(mla ? "deepseek_v3" : "");
   for (const auto& item : model.named_parameters()) {
-    for (const auto& [name, grad] : models::hf_tensors(item.key(), item.value().grad(), mla)) {
+    for (const auto& [name, grad] : models::hf_tensors(item.key(), item.value().grad(), dialect)) {
       const double norm = grad.to(torch::kFloat64).norm().item<double>();
       r.grad_norms[name] = norm;
       total += norm * norm;

@@ -145,8 +145,8 @@ TEST_F(CompareTest, DifferentTokensPerStepIsRefusedUnlessForced) {
   EXPECT_EQ(compare(a, c, "--force").exit_code, 1);
 }
 
-// The seed's anti-pattern: more than one of model, batch, sequence and layout changed at once
-// (here the sequence halved with the batch doubled, same tokens per step, and the layout).
+// The best practices' anti-pattern: more than one of model, batch, sequence and layout changed at
+// once (here the sequence halved with the batch doubled, same tokens per step, and the layout).
 TEST_F(CompareTest, SeveralVariablesChangedAtOnceWarns) {
   FakeRun other{kLosses};
   other.seq_len = 32;

@@ -4,7 +4,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <map>
 
 #include "titan/components/data/documents.h"
@@ -77,12 +76,7 @@ DatasetSource from_path(const std::string& path) {
 
 }  // namespace
 
-fs::path dataset_dir() {
-  if (const char* dir = std::getenv("TITAN_DATA_DIR"); dir != nullptr && *dir != '\0') {
-    return dir;
-  }
-  return platform::titan_cache_dir() / "datasets";
-}
+fs::path dataset_dir() { return platform::titan_cache_dir("TITAN_DATA_DIR", "datasets"); }
 
 std::vector<std::string> dataset_names() {
   std::vector<std::string> names;

@@ -10,7 +10,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -306,10 +305,7 @@ std::optional<Loaded> try_load(const CachePaths& paths, const json& key) {
 }  // namespace
 
 fs::path default_token_cache_dir() {
-  if (const char* dir = std::getenv("TITAN_CACHE_DIR"); dir != nullptr && *dir != '\0') {
-    return dir;
-  }
-  return platform::titan_cache_dir() / "tokens";
+  return platform::titan_cache_dir("TITAN_CACHE_DIR", "tokens");
 }
 
 TokenCache::TokenCache(const DatasetSource& source, const Tokenizer& tokenizer,

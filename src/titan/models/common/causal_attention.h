@@ -3,7 +3,7 @@
 // al. 2022, arXiv:2205.14135; flash, cuDNN or memory-efficient kernels on CUDA), as TorchTitan's
 // default attention. No [B, H, S, S] score tensor is kept: backward recomputes the probabilities
 // from the saved log-sum-exp. Saved for backward: q, k, v, the output and one log-sum-exp per
-// query. (titan's own chunked kernel of milestone 1 was 1.5x slower at seq 2048 on the 2-core
+// query. (an earlier titan chunked kernel was 1.5x slower at seq 2048 on the 2-core
 // CPU; bench/NOTES.md.)
 #pragma once
 

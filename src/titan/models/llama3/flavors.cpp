@@ -37,7 +37,7 @@ TransformerArgs debugmodel() {
   return a;
 }
 
-// Issue 7's "~100M" benchmark shape: a GPT-2-small-sized body (dim 768, 12 layers) with
+// The "~100M" benchmark shape: a GPT-2-small-sized body (dim 768, 12 layers) with
 // grouped-query attention (12 heads, 4 key/value heads) on the debug model's byte-level
 // vocabulary; 78.7M parameters with vocab 2048 (hidden width 2048 by TorchTitan's rule).
 TransformerArgs bench_100m() {

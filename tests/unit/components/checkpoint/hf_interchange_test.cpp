@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "support/hf_dialect.h"
 #include "support/process.h"
 #include "support/sharded_state.h"
 #include "titan/components/checkpoint/checkpoint_manager.h"
@@ -88,9 +89,10 @@ TEST_F(HfInterchange, TinyModelsRoundTripUnchanged) {
     const auto& spec = protocols::train_spec_for_hf_model_type(type);
     auto model = spec.build_from_hf(original.config);
     spec.from_hf(*model, original.state_dict);
-    const auto args = models::args_from_hf_config(original.config, spec.name == "qwen3");
+    const auto& dialect = testing::hf_dialect_of(spec.name);
+    const auto args = models::args_from_hf_config(original.config, spec.name == "qwen3", dialect);
     const auto config = models::hf_config_from_args(
-        args, type, original.config["architectures"][0].get<std::string>());
+        args, type, original.config["architectures"][0].get<std::string>(), dialect);
     const auto out = (dir_ / name).string();
     write_hf_folder(out, config, spec.to_hf(*model), torch::kFloat32);
 
@@ -99,9 +101,9 @@ TEST_F(HfInterchange, TinyModelsRoundTripUnchanged) {
     EXPECT_EQ(file_bytes(fs::path(out) / "model.safetensors"),
               file_bytes(fs::path(shared_model(name)) / "model.safetensors"));
     EXPECT_EQ(back.state_dict.count("lm_head.weight"), name == "qwen3_tiny" ? 0u : 1u);  // tied
-    const auto back_args = models::args_from_hf_config(back.config, spec.name == "qwen3");
-    EXPECT_EQ(models::hf_config_from_args(back_args, type, "x"),
-              models::hf_config_from_args(args, type, "x"));
+    const auto back_args = models::args_from_hf_config(back.config, spec.name == "qwen3", dialect);
+    EXPECT_EQ(models::hf_config_from_args(back_args, type, "x", dialect),
+              models::hf_config_from_args(args, type, "x", dialect));
     for (const char* key : {"hidden_size", "intermediate_size", "num_key_value_heads", "head_dim",
                             "rope_theta", "rms_norm_eps", "rope_scaling", "tie_word_embeddings"}) {
       EXPECT_EQ(back.config[key], original.config[key]) << key;

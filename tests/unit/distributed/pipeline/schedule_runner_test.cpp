@@ -71,8 +71,9 @@ void wrap_in_float64(ModelPart& part, const DeviceMesh& mesh) {
   FsdpOptions options;
   options.param_dtype = options.reduce_dtype = torch::kDouble;
   options.reshard_after_forward = true;
-  part.set_fsdp(Fsdp::apply(part.model(), mesh["dp_shard_cp"], mesh["dp_replicate"], options),
-                torch::kDouble);
+  part.set_fsdp(
+      Fsdp::apply(part.model(), mesh[MeshGroup::DpShardCp], mesh[MeshGroup::DpReplicate], options),
+      torch::kDouble);
 }
 
 struct PipelineResult {
@@ -93,7 +94,7 @@ PipelineResult run_pipeline(const std::string& schedule) {
   };
   testing::run_thread_ranks(2, [&](int, World& world) {
     auto mesh = DeviceMesh::build(dims, world);
-    ScheduleRunner runner(plan_pipeline(job, dims.pp, split), mesh["pp"], world);
+    ScheduleRunner runner(plan_pipeline(job, dims.pp, split), mesh[MeshGroup::PP], world);
     std::vector<std::unique_ptr<ModelPart>> parts;
     std::vector<ModelPart*> raw;
     for (const auto& piece : runner.local_pieces()) {
@@ -151,7 +152,7 @@ TEST(ScheduleRunner, APeerThatNeverSendsTimesOutNamingTheActionAndMicrobatch) {
       2,
       [&](int rank, World& world) {
         auto mesh = DeviceMesh::build(dims, world);
-        ScheduleRunner runner(plan_pipeline(job, dims.pp, split), mesh["pp"], world);
+        ScheduleRunner runner(plan_pipeline(job, dims.pp, split), mesh[MeshGroup::PP], world);
         if (rank == 1) {  // stage 1 never runs: rank 0 waits for its first gradient
           std::this_thread::sleep_for(std::chrono::seconds(4));
           return;

@@ -8,7 +8,8 @@
 namespace titan::models {
 
 protocols::TrainSpec transformer_train_spec(const std::string& family, const FlavorTable& flavors,
-                                            const HfModelTypes& hf_types, bool qk_norm) {
+                                            const HfModelTypes& hf_types, bool qk_norm,
+                                            const HfDialect& hf_dialect) {
   protocols::TrainSpec spec;
   spec.name = family;
   for (const auto& [name, args] : flavors) spec.flavors.push_back(name);
@@ -29,17 +30,20 @@ protocols::TrainSpec transformer_train_spec(const std::string& family, const Fla
   spec.build = [build = spec.build_on_device](const std::string& flavor) {
     return build(flavor, torch::kCPU);
   };
-  spec.build_from_hf = [qk_norm](const nlohmann::json& config) -> std::shared_ptr<CausalLM> {
-    return std::make_shared<Transformer>(args_from_hf_config(config, qk_norm));
+  spec.build_from_hf = [qk_norm,
+                        hf_dialect](const nlohmann::json& config) -> std::shared_ptr<CausalLM> {
+    return std::make_shared<Transformer>(args_from_hf_config(config, qk_norm, hf_dialect));
   };
-  spec.hf_config = [flavors, family, hf_types](const std::string& flavor) {
+  spec.hf_config = [flavors, family, hf_types, hf_dialect](const std::string& flavor) {
     const auto args = find_flavor(flavors, family, flavor);
-    return args.moe ? hf_config_from_args(args, hf_types.moe_type, hf_types.moe_architecture)
-                    : hf_config_from_args(args, hf_types.dense_type, hf_types.dense_architecture);
+    const bool moe = args.moe && !hf_types.moe_type.empty();
+    return hf_config_from_args(args, moe ? hf_types.moe_type : hf_types.dense_type,
+                               moe ? hf_types.moe_architecture : hf_types.dense_architecture,
+                               hf_dialect);
   };
-  spec.to_hf = [](CausalLM& model) { return to_hf_state_dict(model); };
-  spec.from_hf = [](CausalLM& model, const protocols::StateDict& hf) {
-    load_hf_state_dict(model, hf);
+  spec.to_hf = [hf_dialect](CausalLM& model) { return to_hf_state_dict(model, hf_dialect); };
+  spec.from_hf = [hf_dialect](CausalLM& model, const protocols::StateDict& hf) {
+    load_hf_state_dict(model, hf, hf_dialect);
   };
   spec.parallelize = parallelize_transformer;
   return spec;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "titan/models/common/flavors.h"
+#include "titan/models/common/hf_adapter.h"
 #include "titan/protocols/train_spec.h"
 
 namespace titan::models {
@@ -20,9 +21,10 @@ struct HfModelTypes {
 /// A TrainSpec named `family` whose models are Transformers of `flavors`, or shaped by a
 /// Hugging Face config.json (args_from_hf_config with `qk_norm`) of one of `hf_types`' model
 /// types. Exports write config.json with the dense or the MoE identity, as the flavor is
-/// (hf_config_from_args). Its parallelize is parallelize_transformer; a family whose
-/// parallelisms differ replaces it.
+/// (hf_config_from_args), in `hf_dialect` where the family has one. Its parallelize is
+/// parallelize_transformer; a family whose parallelisms differ replaces it.
 protocols::TrainSpec transformer_train_spec(const std::string& family, const FlavorTable& flavors,
-                                            const HfModelTypes& hf_types, bool qk_norm);
+                                            const HfModelTypes& hf_types, bool qk_norm,
+                                            const HfDialect& hf_dialect = HfDialect());
 
 }  // namespace titan::models
