@@ -51,13 +51,13 @@ TEST(HfAdapter, NamesRoundTripWithTheFile) {
     EXPECT_TRUE(torch::equal(hf[name], tensor)) << name;
   }
   auto hf_name = [](const std::string& name) {
-    const auto tensors = hf_tensors(name, torch::zeros({2, 3}), false);
+    const auto tensors = hf_tensors(name, torch::zeros({2, 3}));
     EXPECT_EQ(tensors.size(), 1u) << name;
     return tensors.front().first;
   };
   EXPECT_EQ(hf_name("layers.1.feed_forward.w2.weight"), "model.layers.1.mlp.down_proj.weight");
   EXPECT_EQ(hf_name("layers.0.attention.k_norm.weight"), "model.layers.0.self_attn.k_norm.weight");
-  EXPECT_THROW(hf_tensors("layers.0.attention.rope.weight", torch::zeros({1}), false), CheckpointError);
+  EXPECT_THROW(hf_tensors("layers.0.attention.rope.weight", torch::zeros({1})), CheckpointError);
 }
 
 // lm_head differs from the embedding here, so a swapped or tied-the-wrong-way load shows.
