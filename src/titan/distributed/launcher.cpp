@@ -1,11 +1,8 @@
 #include "titan/distributed/launcher.h"
 
-#include <arpa/inet.h>
 #include <fmt/format.h>
-#include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,6 +22,8 @@
 #include <sstream>
 #include <thread>
 
+#include <torch/csrc/distributed/c10d/TCPStore.hpp>
+
 #include "titan/distributed/flight_recorder.h"
 #include "titan/distributed/node_rendezvous.h"
 #include "titan/distributed/process_group.h"
@@ -42,22 +41,6 @@ using platform::env_int;
 volatile std::sig_atomic_t g_stop_signal = 0;
 
 void on_signal(int sig) { g_stop_signal = sig; }
-
-int free_local_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof(addr);
-  if (fd < 0 || bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    if (fd >= 0) close(fd);
-    throw CommError("cannot find a free local port for the rendezvous store");
-  }
-  close(fd);
-  return ntohs(addr.sin_port);
-}
 
 // The last `n` lines of the latest run in the rank log at `path` (platform/logging.h).
 std::string tail_lines(const std::string& path, size_t n) {
@@ -274,15 +257,40 @@ bool wait_for(const std::function<bool()>& done, std::chrono::seconds timeout,
   return true;
 }
 
+// Where the workers meet: on one node with RDZV_ENDPOINT, the store rank 0 hosts at its port;
+// on several, the launchers' store on node 0; else a store this launcher hosts on a port the
+// system picks as it binds it (torchrun --standalone's agent store). A port chosen first and bound
+// later by rank 0 could be taken in between by any other socket on the machine.
+struct WorkerStore {
+  int port = 0;
+  bool agent = false;  // the workers connect; none of them hosts it
+  c10::intrusive_ptr<c10d::TCPStore> hosted;
+};
+
+WorkerStore worker_store(const LaunchOptions& o, bool several_nodes) {
+  if (o.master_port != 0) return {o.master_port, several_nodes, {}};
+  c10d::TCPStoreOptions opts;
+  opts.port = 0;
+  opts.isServer = true;
+  opts.waitWorkers = false;
+  try {
+    auto hosted = c10::make_intrusive<c10d::TCPStore>(o.master_addr, opts);
+    return {static_cast<int>(hosted->getPort()), true, hosted};
+  } catch (const std::exception& e) {
+    throw CommError(fmt::format("titan launch: cannot host the workers' store on {}: {}",
+                                o.master_addr, e.what()));
+  }
+}
+
 // One start of the workers (the restart-th): a failure after stopping the others and printing
 // why, or rank -1 and code 0 when all succeed. With `nodes`, a failure on any node stops this
 // node's workers too, and node 0 waits for every node's workers to succeed.
-RoundFailure run_workers(const LaunchOptions& o, int restart, NodeRendezvous* nodes) {
+RoundFailure run_workers(const LaunchOptions& o, int restart, NodeRendezvous* nodes,
+                         const WorkerStore& store) {
   const auto started = std::filesystem::file_time_type::clock::now();  // newer traces are ours
-  int port = o.master_port ? o.master_port : free_local_port();
   std::vector<pid_t> pids;
   for (int local = 0; local < o.nproc_per_node; ++local) {
-    pids.push_back(spawn_worker(o, local, port, restart, nodes != nullptr));
+    pids.push_back(spawn_worker(o, local, store.port, restart, store.agent));
   }
   const int first_rank = o.node_rank * o.nproc_per_node;
   int running = o.nproc_per_node;
@@ -508,6 +516,7 @@ int launch(const LaunchOptions& o) {
       throw;
     }
   }
+  const WorkerStore store = worker_store(o, nodes != nullptr);
   struct sigaction sa {};
   sa.sa_handler = on_signal;
   sigaction(SIGINT, &sa, nullptr);
@@ -515,7 +524,7 @@ int launch(const LaunchOptions& o) {
   for (int restart = 0;; ++restart) {
     RoundFailure failure;
     if (nodes) failure = meet_nodes(*nodes, restart, o.nproc_per_node);
-    if (failure.code == 0) failure = run_workers(o, restart, nodes.get());
+    if (failure.code == 0) failure = run_workers(o, restart, nodes.get(), store);
     if (failure.code != 0 && g_stop_signal) failure = {failure.rank, 128 + g_stop_signal, true};
     const bool again = failure.code != 0 && !failure.final &&
                        failure.code != kConfigErrorExitCode &&

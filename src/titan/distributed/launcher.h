@@ -22,7 +22,7 @@ struct LaunchOptions {
   int nnodes = 1;          // NNODES
   int node_rank = 0;       // NODE_RANK / OMPI_COMM_WORLD_RANK / SLURM_NODEID
   std::string master_addr = "127.0.0.1";
-  int master_port = 0;            // from RDZV_ENDPOINT; 0 = pick a free local port
+  int master_port = 0;            // from RDZV_ENDPOINT; 0 = a port the launcher picks and holds
   std::string log_rank = "0";     // LOG_RANK: "0", "0,3" or "all"
   std::string comm_mode;          // COMM_MODE: empty, or "fake_backend" (a dry run)
   std::string dump_folder;        // where logs/rank_<r>.log are written

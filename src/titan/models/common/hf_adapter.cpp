@@ -175,6 +175,11 @@ TransformerArgs args_from_hf_config(const nlohmann::json& config, bool qk_norm,
 
 nlohmann::json hf_config_from_args(const TransformerArgs& args, const std::string& model_type,
                                    const std::string& architecture, const HfDialect& dialect) {
+  if (args.feed_forward && !dialect.write_config) {
+    throw CheckpointError(
+        "a family's own feed-forward part (TransformerArgs::feed_forward) has no "
+        "Hugging Face config.json unless the family's dialect writes one");
+  }
   nlohmann::json rope_scaling = nullptr;
   if (args.rope_scaling) {
     const auto& r = *args.rope_scaling;

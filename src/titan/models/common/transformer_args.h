@@ -5,15 +5,30 @@
 // config.json.
 #pragma once
 
+#include <torch/torch.h>
+
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
 
+#include "titan/models/common/block_part.h"
 #include "titan/models/common/feed_forward.h"
+#include "titan/models/common/init.h"
 #include "titan/models/common/mla.h"
 #include "titan/models/common/moe.h"
 #include "titan/models/common/rope.h"
 
 namespace titan::models {
+
+struct TransformerArgs;
+
+/// A family's own feed-forward part for the dense layers (a plugin's or a test's family), built
+/// from the arguments, the layer's initialisation of input and (depth-scaled) output
+/// projections, and the parameters' options.
+using FeedForwardBuilder = std::function<std::shared_ptr<FeedForwardPart>(
+    const TransformerArgs& args, const InitRule& in_init, const InitRule& out_init,
+    const torch::TensorOptions& options)>;
 
 struct TransformerArgs {
   int64_t dim = 256;         // model (residual stream) width
@@ -41,6 +56,8 @@ struct TransformerArgs {
   /// Multi-head latent attention in place of grouped-query attention (DeepSeek-V3); its heads
   /// are n_heads, and head_dim / n_kv_heads / qk_norm do not apply.
   std::optional<MLAArgs> mla;
+  /// Dense layers' feed-forward part; none: SwiGLU of width ffn_hidden().
+  FeedForwardBuilder feed_forward;
 
   int64_t kv_heads() const { return n_kv_heads > 0 ? n_kv_heads : n_heads; }
   int64_t head_size() const { return head_dim > 0 ? head_dim : dim / n_heads; }

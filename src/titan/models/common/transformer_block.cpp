@@ -102,6 +102,8 @@ TransformerBlock transformer_block(int64_t layer_id, const TransformerArgs& args
     moe->experts->w2->init = moe->experts->w3->init = moe->router->gate->init = out_rule;
     if (moe->shared_experts) swiglu_init(*moe->shared_experts);
     feed_forward = moe;
+  } else if (args.feed_forward) {
+    feed_forward = args.feed_forward(args, in_rule, out_rule, options);
   } else {
     auto ffn = std::make_shared<FeedForwardImpl>(args.dim, args.ffn_hidden(), options);
     swiglu_init(*ffn);
