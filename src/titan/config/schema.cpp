@@ -365,11 +365,17 @@ size_t edit_distance(const std::string& a, const std::string& b) {
   throw ConfigError(fmt::format("--{}: expected {}, got '{}'", f.name(), type_name(f.type), text));
 }
 
+// A number too large (or, for a float, too small) for its type: said so, not "expected a number".
+[[noreturn]] void out_of_range(const FieldSpec& f, const std::string& text, const char* range) {
+  throw ConfigError(fmt::format("--{}: {} is out of range ({})", f.name(), text, range));
+}
+
 int64_t parse_int(const FieldSpec& f, const std::string& text) {
   errno = 0;
   char* end = nullptr;
   long long v = std::strtoll(text.c_str(), &end, 10);
-  if (text.empty() || *end != '\0' || errno != 0) bad_type(f, text);
+  if (text.empty() || *end != '\0') bad_type(f, text);
+  if (errno == ERANGE) out_of_range(f, text, "a 64-bit integer: at most 9223372036854775807");
   return v;
 }
 
@@ -377,7 +383,10 @@ double parse_float(const FieldSpec& f, const std::string& text) {
   errno = 0;
   char* end = nullptr;
   double v = std::strtod(text.c_str(), &end);
-  if (text.empty() || *end != '\0' || errno != 0) bad_type(f, text);
+  if (text.empty() || *end != '\0') bad_type(f, text);
+  if (errno == ERANGE) {
+    out_of_range(f, text, "a 64-bit float: magnitudes from 2.2e-308 to 1.8e308, or 0");
+  }
   return v;
 }
 

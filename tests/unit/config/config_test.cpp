@@ -173,6 +173,18 @@ TEST(Config, WrongTypeNamesKeyAndType) {
   EXPECT_NE(msg.find("integer"), std::string::npos) << msg;
 }
 
+// A number its type cannot hold is named as such (it read "expected a number").
+TEST(Config, NumbersTooLargeForTheirTypeSaySo) {
+  auto lr = error_of({"--optimizer.lr", "1e999"});
+  EXPECT_NE(lr.find("--optimizer.lr: 1e999 is out of range (a 64-bit float"), std::string::npos)
+      << lr;
+  auto steps = error_of({"--training.steps", "99999999999999999999"});
+  EXPECT_NE(steps.find("--training.steps: 99999999999999999999 is out of range (a 64-bit "
+                       "integer"),
+            std::string::npos)
+      << steps;
+}
+
 TEST(Config, OutOfRangeAndBadChoice) {
   auto range = error_of({"--training.local_batch_size", "0"});
   EXPECT_NE(range.find("training.local_batch_size"), std::string::npos) << range;
