@@ -39,6 +39,21 @@ TEST(Launcher, OneNodeTwoRanksAllReduce) {
   EXPECT_TRUE(std::filesystem::exists(dir / "logs" / "rank_1.log"));
 }
 
+// A training dataset that cannot be read stops the launch before any worker starts (each worker
+// found it alone before, after the launch had begun).
+TEST(Launcher, MissingDatasetStopsBeforeAnyWorker) {
+  auto dir = testing::make_temp_dir("titan_launch");
+  auto r = run_command("NGPU=2 " + titan_binary() +
+                       " launch --training.dataset_path /nonexistent/titan/data.jsonl "
+                       "--job.dump_folder " +
+                       (dir / "run").string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("training.dataset_path /nonexistent/titan/data.jsonl"),
+            std::string::npos)
+      << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "run" / "logs")) << r.output;
+}
+
 TEST(Launcher, TwoNodesOfTwoRanksOnLoopback) {
   auto dir = testing::make_temp_dir("titan_2node");
   std::string endpoint = "127.0.0.1:" + std::to_string(testing::free_port());

@@ -9,6 +9,7 @@
 #include <tuple>
 
 #include "titan/components/data/dataloader.h"
+#include "titan/components/data/dataset.h"
 #include "titan/components/manifest.h"
 #include "titan/components/validate.h"
 #include "titan/distributed/flight_recorder.h"
@@ -81,6 +82,7 @@ void check_expert_parallel(const config::ParallelismSection& p,
 }  // namespace
 
 void check_trainable(const config::JobConfig& job, const distributed::ParallelDims& dims) {
+  components::data::resolve_dataset(job.training.dataset, job.training.dataset_path);
   distributed::check_context_parallel(job.parallelism, dims.cp, job.training.seq_len);
   if (job.validation.enable) {
     components::check_validation(job, dims);

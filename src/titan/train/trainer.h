@@ -47,7 +47,9 @@ namespace titan::train {
 /// checkpoint.last_save_in_hf for a flavor without a Hugging Face config, compile mode's CPU
 /// kernels with GPUs visible (distributed::check_compile), a profiling window longer than
 /// profiling.profile_freq (tools::check_profiling), and a validation section that cannot run
-/// (components::check_validation). The launcher calls it before any worker starts.
+/// (components::check_validation), and a training dataset that cannot be read (a missing path,
+/// an unknown or unprepared name: components::data::resolve_dataset). The launcher calls it
+/// before any worker starts.
 void check_trainable(const config::JobConfig& job, const distributed::ParallelDims& dims);
 
 /// The global rank that logs the step line and writes metrics.jsonl for `job` on `dims` (the
